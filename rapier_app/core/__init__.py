@@ -1,0 +1,1 @@
+"""Pure data model and workloads (no Ryu, Mininet or tc)."""

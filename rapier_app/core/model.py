@@ -1,0 +1,247 @@
+"""Coflows, flows, and what a scheduler may know about them.
+
+Units everywhere in the core: sizes and byte counters in **bytes**, rates in
+**bit/s**, times in **seconds**.
+
+Two layers:
+
+* :class:`FlowSpec` / :class:`CoflowSpec`: immutable workload definitions (what a
+  trace line or a REST request describes).
+* :class:`FlowState` / :class:`CoflowState`: the live state that the simulator or the
+  controller keeps and hands to a scheduler.  The size of an unfinished flow is
+  guarded by an :class:`InfoPolicy`: a non-clairvoyant scheduler (Aalo, Philae, OPTAS)
+  that reads ``size_bytes`` or ``remaining_bytes`` gets :class:`InformationError`, so
+  its results can be trusted not to use knowledge it may not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+
+class InformationError(RuntimeError):
+    """A non-clairvoyant scheduler asked for a flow size it may not know."""
+
+
+class WorkloadError(ValueError):
+    """Bad workload input: the message names the field (and line, for traces)."""
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One flow of a coflow.
+
+    Attributes:
+        flow_id: unique id, conventionally ``"<coflow_id>/<n>"``.
+        coflow_id: id of the owning coflow.
+        src, dst: host names in the topology.  ``src == dst`` is allowed: on a big
+            switch it is a flow from a port's ingress to the same port's egress (the
+            Facebook trace has such mapper/reducer pairs).
+        size_bytes: volume in bytes (> 0).
+        dst_port: TCP destination port that identifies the flow on the wire
+            (controller and emulation only; optional in simulation).
+    """
+
+    flow_id: str
+    coflow_id: str
+    src: str
+    dst: str
+    size_bytes: float
+    dst_port: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if not (self.size_bytes > 0):
+            raise WorkloadError(f"size_bytes: flow {self.flow_id} must have a positive "
+                                f"size, got {self.size_bytes!r}")
+
+
+@dataclass(frozen=True)
+class CoflowSpec:
+    """A coflow: flows that finish together count, arriving at ``arrival_s`` seconds.
+
+    Attributes:
+        coflow_id: unique id (string).
+        arrival_s: arrival time in seconds from the start of the run (>= 0).
+        flows: the flows (at least one).
+        weight: coflow weight (Sincronia's weighted CCT; 1.0 elsewhere).
+    """
+
+    coflow_id: str
+    arrival_s: float
+    flows: Tuple[FlowSpec, ...]
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.flows:
+            raise WorkloadError(f"flows: coflow {self.coflow_id} has no flows")
+        if self.arrival_s < 0:
+            raise WorkloadError(f"arrival_s: coflow {self.coflow_id} arrives before 0")
+        if not (self.weight > 0):
+            raise WorkloadError(f"weight: coflow {self.coflow_id} must have a positive weight")
+
+    @property
+    def total_bytes(self) -> float:
+        """Sum of the flow sizes in bytes."""
+        return sum(f.size_bytes for f in self.flows)
+
+    @property
+    def width(self) -> int:
+        """Number of flows (the coflow's width)."""
+        return len(self.flows)
+
+
+def make_coflow(coflow_id: str, arrival_s: float,
+                flows: Sequence[Tuple[str, str, float]], weight: float = 1.0,
+                dst_ports: Optional[Sequence[int]] = None) -> CoflowSpec:
+    """Build a :class:`CoflowSpec` from ``(src, dst, size_bytes)`` triples.
+
+    Flow ids are ``f"{coflow_id}/{n}"`` with n counting from 0.
+    """
+    specs = tuple(FlowSpec(f"{coflow_id}/{n}", coflow_id, s, d, float(v),
+                           None if dst_ports is None else dst_ports[n])
+                  for n, (s, d, v) in enumerate(flows))
+    return CoflowSpec(str(coflow_id), float(arrival_s), specs, float(weight))
+
+
+class InfoPolicy:
+    """Decides whether unfinished flow sizes are visible (set per scheduler run)."""
+
+    __slots__ = ("clairvoyant",)
+
+    def __init__(self, clairvoyant: bool = True):
+        self.clairvoyant = clairvoyant
+
+
+class FlowState:
+    """Live state of one flow, as a scheduler sees it.
+
+    Always visible: ``flow_id``, ``coflow_id``, ``src``, ``dst``, ``dst_port``,
+    ``bytes_sent`` (bytes), ``done`` and ``finish_s``.  ``size_bytes`` and
+    ``remaining_bytes`` raise :class:`InformationError` for a non-clairvoyant policy
+    while the flow is unfinished (after it finishes, its size is its bytes sent).
+    ``path`` and ``rate_bps`` hold the allocation currently in force.
+    """
+
+    __slots__ = ("spec", "flow_id", "coflow_id", "src", "dst", "dst_port", "bytes_sent",
+                 "finish_s", "path", "rate_bps", "_policy", "start_s")
+
+    def __init__(self, spec: FlowSpec, policy: InfoPolicy, start_s: float):
+        self.spec = spec
+        self.flow_id = spec.flow_id
+        self.coflow_id = spec.coflow_id
+        self.src = spec.src
+        self.dst = spec.dst
+        self.dst_port = spec.dst_port
+        self.bytes_sent = 0.0
+        self.finish_s: Optional[float] = None
+        self.path: Optional[Tuple[str, ...]] = None
+        self.rate_bps = 0.0
+        self._policy = policy
+        self.start_s = start_s
+
+    @property
+    def done(self) -> bool:
+        """True once every byte has been delivered."""
+        return self.finish_s is not None
+
+    @property
+    def size_bytes(self) -> float:
+        """Flow volume in bytes.  Raises InformationError when not clairvoyant."""
+        if not self._policy.clairvoyant and self.finish_s is None:
+            raise InformationError(f"flow {self.flow_id}: size is unknown to a "
+                                   f"non-clairvoyant scheduler")
+        return self.spec.size_bytes
+
+    @property
+    def remaining_bytes(self) -> float:
+        """Bytes still to send.  Raises InformationError when not clairvoyant."""
+        return max(self.size_bytes - self.bytes_sent, 0.0)
+
+    def _true_remaining(self) -> float:
+        # For the simulator/controller only, never for schedulers.
+        return max(self.spec.size_bytes - self.bytes_sent, 0.0)
+
+    def __repr__(self) -> str:
+        return (f"FlowState({self.flow_id} {self.src}->{self.dst} sent={self.bytes_sent:.0f}"
+                f" rate={self.rate_bps:.3g} done={self.done})")
+
+
+class CoflowState:
+    """Live state of one coflow: its spec, its :class:`FlowState` s and timing.
+
+    ``flows`` lists every flow (finished ones too: Philae learns from them);
+    :meth:`active_flows` lists the unfinished ones.  ``finish_s`` is set when the last
+    flow finishes; ``cct_s`` is then ``finish_s - arrival_s``.
+    """
+
+    __slots__ = ("spec", "coflow_id", "arrival_s", "weight", "flows", "finish_s", "_active")
+
+    def __init__(self, spec: CoflowSpec, policy: InfoPolicy):
+        self.spec = spec
+        self.coflow_id = spec.coflow_id
+        self.arrival_s = spec.arrival_s
+        self.weight = spec.weight
+        self.flows: List[FlowState] = [FlowState(f, policy, spec.arrival_s) for f in spec.flows]
+        self.finish_s: Optional[float] = None
+        self._active: Optional[List[FlowState]] = None
+
+    def active_flows(self) -> List[FlowState]:
+        """Unfinished flows, in flow order."""
+        if self._active is None:
+            self._active = [f for f in self.flows if f.finish_s is None]
+        return self._active
+
+    def _invalidate(self) -> None:
+        self._active = None
+
+    @property
+    def bytes_sent(self) -> float:
+        """Total bytes sent by all the coflow's flows."""
+        return sum(f.bytes_sent for f in self.flows)
+
+    @property
+    def width(self) -> int:
+        """Number of flows."""
+        return len(self.flows)
+
+    @property
+    def done(self) -> bool:
+        """True when every flow has finished."""
+        return self.finish_s is not None
+
+    @property
+    def cct_s(self) -> Optional[float]:
+        """Coflow completion time in seconds, once done."""
+        return None if self.finish_s is None else self.finish_s - self.arrival_s
+
+    def __repr__(self) -> str:
+        return f"CoflowState({self.coflow_id} flows={len(self.flows)} done={self.done})"
+
+
+@dataclass
+class Allocation:
+    """A scheduler's decision for one flow: its path (node names) and rate in bit/s."""
+
+    path: Tuple[str, ...]
+    rate_bps: float
+
+
+@dataclass
+class Schedule:
+    """What a scheduler returns at one decision point.
+
+    Attributes:
+        allocations: flow_id -> :class:`Allocation` for every active flow that gets
+            a path; a flow that is absent, or present with rate 0, waits.
+            Flows absent from the dict keep no path.
+        order: coflow ids in the scheduler's priority order (informational).
+        fallback: coflow ids whose optimisation failed and that the controller must
+            put on default forwarding (RAPIER's LP time-out), with reasons.
+        info: free-form diagnostics (e.g. LP solve times) for logs and the REST API.
+    """
+
+    allocations: dict = field(default_factory=dict)
+    order: List[str] = field(default_factory=list)
+    fallback: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)

@@ -1,0 +1,162 @@
+"""The scheduler interface shared by the simulator and the Ryu controller.
+
+A scheduler is an object built for one topology.  At every decision point (a
+coflow arrival, a flow or coflow completion, a cancel, or a wake-up it asked for)
+its caller passes the current time and the live coflow states, and it returns a
+:class:`~rapier_app.core.model.Schedule`: for each active flow a path and a rate in
+bit/s.  It never sends anything and never reads a clock: time is passed in.
+
+Schedulers register under a name (``@register("rapier")``) so that the CLI and the
+controller's configuration can select them by name.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Callable, Dict, List, Optional, Sequence, Type
+
+import numpy as np
+
+from topologies import Topology
+
+from ..core.model import CoflowState, FlowState, Schedule
+
+
+class SchedulerError(ValueError):
+    """Unknown scheduler name or invalid scheduler parameter (names the field)."""
+
+
+class Scheduler:
+    """Base class: subclasses implement :meth:`schedule`.
+
+    Class attributes:
+        name: the registry name.
+        clairvoyant: whether the scheme may read flow sizes (RAPIER, Varys,
+            Sincronia: yes; Aalo, Philae, OPTAS: no).  The simulator enforces it.
+
+    Args:
+        topology: the fabric (capacities in bit/s, candidate paths).
+        seed: seed for any randomness (ECMP hashing), so runs reproduce.
+        max_paths: cap K on candidate paths per host pair (None: the whole ECMP set).
+    """
+
+    name = "base"
+    clairvoyant = True
+
+    def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
+        self.topology = topology
+        self.seed = int(seed)
+        self.max_paths = max_paths
+
+    def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
+        """Decide paths and rates for every active flow of ``coflows`` at ``now`` (s)."""
+        raise NotImplementedError
+
+    def next_wakeup(self, now: float) -> Optional[float]:
+        """Absolute time (s) of the next periodic decision this scheme wants, or None."""
+        return None
+
+    def candidates(self, flow: FlowState) -> List[tuple]:
+        """Candidate paths of ``flow`` (the ECMP set, capped at ``max_paths``)."""
+        return self.topology.candidate_paths(flow.src, flow.dst, self.max_paths)
+
+    def ecmp_path(self, flow: FlowState) -> tuple:
+        """ECMP: a deterministic, seeded hash of the flow over its equal-cost paths.
+
+        The hash covers the seed, the endpoints and the flow id (standing for the
+        5-tuple), so a flow keeps its path for its whole life, as with switch ECMP.
+        """
+        paths = self.candidates(flow)
+        if len(paths) == 1:
+            return paths[0]
+        h = zlib.crc32(f"{self.seed}|{flow.src}|{flow.dst}|{flow.flow_id}".encode())
+        return paths[h % len(paths)]
+
+
+REGISTRY: Dict[str, Type[Scheduler]] = {}
+
+
+def register(name: str) -> Callable[[Type[Scheduler]], Type[Scheduler]]:
+    """Class decorator: make a scheduler selectable by ``name``."""
+
+    def deco(cls: Type[Scheduler]) -> Type[Scheduler]:
+        cls.name = name
+        REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def make_scheduler(name: str, topology: Topology, seed: int = 0, **params) -> Scheduler:
+    """Instantiate the scheduler registered as ``name``.
+
+    Raises:
+        SchedulerError: unknown name, or a parameter the scheduler does not take.
+    """
+    from . import load_all  # noqa: F401  (registers every built-in scheduler)
+
+    load_all()
+    cls = REGISTRY.get(name)
+    if cls is None:
+        raise SchedulerError(f"scheduler: unknown scheduler {name!r}; known: "
+                             f"{', '.join(sorted(REGISTRY))}")
+    try:
+        return cls(topology, seed=seed, **params)
+    except TypeError as exc:
+        raise SchedulerError(f"scheduler: bad parameter for {name}: {exc}") from None
+
+
+def max_min_fair(flow_links: Sequence[np.ndarray], capacity: np.ndarray,
+                 demand: Optional[np.ndarray] = None,
+                 weights: Optional[np.ndarray] = None, rel_eps: float = 1e-9) -> np.ndarray:
+    """Weighted max-min fair rates by progressive filling (water-filling).
+
+    Args:
+        flow_links: per flow, an int array of link indices its path crosses.
+        capacity: per link, the capacity available to these flows in bit/s.
+        demand: optional per-flow upper bound in bit/s (``inf`` for none).
+        weights: optional per-flow positive weights (default all 1).
+
+    Returns:
+        Per-flow rates in bit/s (float array, same order as ``flow_links``).  No link
+        exceeds its capacity; every flow is limited by a saturated link on its path or
+        by its demand.
+
+    Source: Bertsekas and Gallager, Data Networks, Section 6.5.2 (max-min fairness).
+    """
+    n = len(flow_links)
+    rate = np.zeros(n)
+    if n == 0:
+        return rate
+    cap = np.asarray(capacity, dtype=float)
+    L = cap.shape[0]
+    lens = np.fromiter((len(a) for a in flow_links), dtype=np.int64, count=n)
+    fidx = np.repeat(np.arange(n), lens)
+    lidx = np.concatenate(flow_links).astype(np.int64) if n else np.zeros(0, np.int64)
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    dem = np.full(n, np.inf) if demand is None else np.asarray(demand, dtype=float).copy()
+    residual = np.maximum(cap.copy(), 0.0)
+    active = (lens > 0) & (dem > 0)
+    tol = rel_eps * np.maximum(cap, 1.0)
+    while active.any():
+        wl = np.bincount(lidx, weights=(w * active)[fidx], minlength=L)
+        used = wl > 0
+        share = np.full(L, np.inf)
+        share[used] = residual[used] / wl[used]
+        inc = share.min()
+        head = (dem[active] - rate[active]) / w[active]
+        inc = max(min(inc, head.min() if head.size else np.inf), 0.0)
+        if not np.isfinite(inc):
+            raise ValueError("max_min_fair: unbounded rates (a flow crosses no link)")
+        rate[active] += inc * w[active]
+        residual -= inc * wl
+        sat = used & (residual <= tol)
+        hit = np.bincount(fidx, weights=sat[lidx].astype(float), minlength=n) > 0
+        done = hit | (rate >= dem * (1 - rel_eps))
+        newly = active & done
+        if not newly.any():  # numerical guard: freeze the most constrained link's flows
+            j = int(np.argmin(np.where(used, share, np.inf)))
+            newly = active & (np.bincount(fidx, weights=(lidx == j).astype(float),
+                                          minlength=n) > 0)
+        active &= ~newly
+    return rate

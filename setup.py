@@ -1,0 +1,19 @@
+"""Packaging for the RAPIER coflow-aware SDN controller and simulator."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="rapier-coflow",
+    version="0.1.0",
+    description="Coflow-aware SDN controller: joint routing and scheduling (RAPIER), "
+                "flow-level simulator and seed-paper schedulers",
+    packages=find_packages(include=["rapier_app", "rapier_app.*", "topologies", "topologies.*",
+                                    "enforcement", "enforcement.*", "mininet_tests",
+                                    "mininet_tests.*"]),
+    python_requires=">=3.9",
+    install_requires=["networkx>=3", "numpy>=1.24", "ortools>=9.10", "matplotlib>=3.6"],
+    extras_require={"test": ["pytest>=7"]},
+    entry_points={"console_scripts": [
+        "rapier-sim=rapier_app.cli:main",
+    ]},
+)
