@@ -15,5 +15,9 @@ setup(
     extras_require={"test": ["pytest>=7"]},
     entry_points={"console_scripts": [
         "rapier-sim=rapier_app.cli:main",
+        "rapier-agent=enforcement.agent:main",
+        "rapier-emulate=mininet_tests.emulate:main",
+        "rapier-bench=rapier_app.experiments.bench:main",
+        "rapier-experiment=rapier_app.experiments.cli:main",
     ]},
 )
