@@ -1,0 +1,11 @@
+"""Host-side rate enforcement for RAPIER: the ``rapier-agent`` daemon.
+
+* :mod:`enforcement.tc` builds Linux traffic-control commands (one HTB class plus one
+  u32 filter per limited flow) as plain data and plans the difference between the
+  limits in force and the limits asked for.  Nothing in it runs a process.
+* :mod:`enforcement.agent` is the daemon: a small HTTP/JSON API (TCP or Unix socket)
+  that validates requests, applies the plan through ``tc`` and removes its qdisc on
+  exit.
+
+Units: rates in bit/s, sizes in bytes, times in seconds.
+"""

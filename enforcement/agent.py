@@ -1,0 +1,415 @@
+"""``rapier-agent``: per-host daemon enforcing per-flow rates with HTB + u32.
+
+HTTP/JSON API (all bodies JSON; errors are ``{"error": "<field>: <message>"}``)::
+
+    GET    /v1/health            200 {"ok": true, "iface": ..., "flows": N, "enforce": bool}
+    GET    /v1/flows             200 {"flows": [limit, ...]}            limits in force
+    PUT    /v1/flows             body {"flows": [limit, ...]}: REPLACES the whole set
+                                 (idempotent; [] clears) -> 200 {"flows": [...], "commands": K}
+    DELETE /v1/flows             clear every limit -> 200
+    PUT    /v1/flows/<flow_id>   body: one limit (flow_id optional, must match the URL):
+                                 set or change that flow only -> 200
+    DELETE /v1/flows/<flow_id>   remove that flow's limit -> 200, 404 if unknown
+
+A *limit* is ``{"flow_id": "1/0", "src_ip": "10.0.0.1", "dst_ip": "10.0.0.4",
+"proto": "tcp", "dst_port": 5001, "src_port": null, "rate_bps": 250000000}`` (rate in
+bit/s).  Bad JSON or an invalid field gives 400 naming the field; an unknown path
+404; a ``tc`` failure 500 (the agent then rebuilds its tree from the last good state).
+
+The agent listens on TCP (``--listen 0.0.0.0:7070``, the default) or on a Unix socket
+(``--listen unix:/tmp/rapier-agents/h1.sock``; the controller reaches agents inside
+Mininet hosts that way).  It installs its root HTB qdisc on start, and deletes it on
+SIGTERM/SIGINT.  With ``--no-enforce`` it accepts and records limits but runs no tc
+command (the emulation's ``baseline`` run: no rate limits).
+
+Source: RAPIER (INFOCOM 2015) Section IV, rates enforced at end hosts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socketserver
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, List, Optional, Sequence, Tuple
+from urllib.parse import unquote
+
+from . import tc
+from .tc import Command, RequestError, TcState
+
+LOG = logging.getLogger("rapier-agent")
+DEFAULT_LISTEN = "0.0.0.0:7070"
+#: Largest request body accepted, bytes.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+class TcError(RuntimeError):
+    """A tc command failed; the message holds the command and tc's stderr."""
+
+
+def run_tc(cmd: Command) -> None:
+    """Run one tc command (argv list) and raise :class:`TcError` if it fails."""
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        raise TcError(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr.strip()}")
+
+
+class Enforcer:
+    """Applies limit sets to one interface, keeping :class:`~enforcement.tc.TcState`.
+
+    Args:
+        iface: interface name (egress of the host's traffic).
+        runner: callable executing one command (argv list); raises on failure.
+            Defaults to :func:`run_tc`; tests pass a recorder.
+        enforce: False to record limits without running any command.
+
+    Thread-safe: one lock serialises all changes.
+    """
+
+    def __init__(self, iface: str, runner: Callable[[Command], None] = run_tc,
+                 enforce: bool = True):
+        self.iface = iface
+        self.runner = runner
+        self.enforce = enforce
+        self.state = TcState(iface)
+        self.lock = threading.Lock()
+        self.started = False
+
+    def _run(self, cmds: Sequence[Command]) -> None:
+        if self.enforce:
+            for c in cmds:
+                self.runner(c)
+
+    def start(self) -> None:
+        """Install the root qdisc (replacing whatever root qdisc was there).
+
+        Raises:
+            TcError: tc failed (e.g. no such interface).
+        """
+        with self.lock:
+            self._run(tc.setup_commands(self.iface))
+            self.state = TcState(self.iface)
+            self.started = True
+
+    def stop(self) -> None:
+        """Delete the root qdisc; errors are logged, not raised (used on exit)."""
+        with self.lock:
+            if not self.started:
+                return
+            try:
+                self._run(tc.teardown_commands(self.iface))
+            except Exception as exc:  # noqa: BLE001 - exit path: report and go on
+                LOG.warning("teardown failed: %s", exc)
+            self.state = TcState(self.iface)
+            self.started = False
+
+    def replace_all(self, wanted: Sequence[tc.FlowLimit]) -> int:
+        """Make ``wanted`` the complete set of limits; returns the number of commands run.
+
+        Raises:
+            RequestError: too many flows.
+            TcError: tc failed; the tree was rebuilt from the previous state (or, if
+                that failed too, cleared).
+        """
+        with self.lock:
+            cmds, new = tc.plan(self.state, wanted)
+            try:
+                self._run(cmds)
+            except Exception as exc:
+                self._recover()
+                raise TcError(str(exc)) from None
+            self.state = new
+            return len(cmds) if self.enforce else 0
+
+    def _recover(self) -> None:
+        try:
+            self._run(tc.rebuild_commands(self.state))
+        except Exception as exc:  # noqa: BLE001
+            LOG.error("rebuild failed (%s); clearing all limits", exc)
+            self.state = TcState(self.iface)
+            try:
+                self._run(tc.setup_commands(self.iface))
+            except Exception as exc2:  # noqa: BLE001
+                LOG.error("reset failed: %s", exc2)
+
+    def set_one(self, lim: tc.FlowLimit) -> int:
+        """Set or change one flow's limit, keeping the others.
+
+        Raises:
+            RequestError: its match equals another flow's.
+            TcError: as :meth:`replace_all`.
+        """
+        with self.lock:
+            others = [l for l in self.state.limits() if l.flow_id != lim.flow_id]
+        for o in others:
+            if o.match == lim.match:
+                raise RequestError("flow", f"same packet match as flow {o.flow_id!r}")
+        cur = {l.flow_id: l for l in others}
+        cur[lim.flow_id] = lim
+        return self.replace_all(list(cur.values()))
+
+    def remove_one(self, flow_id: str) -> bool:
+        """Remove one flow's limit; False if it had none."""
+        with self.lock:
+            limits = self.state.limits()
+        if all(l.flow_id != flow_id for l in limits):
+            return False
+        self.replace_all([l for l in limits if l.flow_id != flow_id])
+        return True
+
+    def snapshot(self) -> List[dict]:
+        """Limits in force as JSON-ready dicts, with their HTB class ids."""
+        with self.lock:
+            return [{**i.limit.to_dict(), "classid": tc.classid(i.slot),
+                     "enforced_rate_bps": i.limit.enforced_rate_bps if self.enforce else None}
+                    for i in sorted(self.state.flows.values(), key=lambda i: i.slot)]
+
+
+# ---------------------------------------------------------------------------------
+# HTTP
+# ---------------------------------------------------------------------------------
+class HttpError(Exception):
+    """An HTTP error response: status and message."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def handle(enforcer: Enforcer, method: str, path: str, body: Optional[bytes]) -> Tuple[int, dict]:
+    """Route one request; pure apart from the enforcer (tested without sockets).
+
+    Args:
+        method: HTTP method.  path: URL path (query ignored).  body: raw body or None.
+
+    Returns:
+        ``(status, json_object)``.
+    """
+    try:
+        return _route(enforcer, method, path.split("?", 1)[0], body)
+    except RequestError as exc:
+        return 400, {"error": str(exc), "field": exc.field}
+    except HttpError as exc:
+        return exc.status, {"error": str(exc)}
+    except TcError as exc:
+        return 500, {"error": f"tc: {exc}"}
+
+
+def _json(body: Optional[bytes]):
+    if not body:
+        raise RequestError("body", "missing JSON body")
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RequestError("body", f"invalid JSON: {exc}") from None
+
+
+def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes]) -> Tuple[int, dict]:
+    parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+    if parts[:1] != ["v1"] or len(parts) < 2:
+        raise HttpError(404, f"path: unknown path {path!r}")
+    if parts[1] == "health" and len(parts) == 2:
+        if method != "GET":
+            raise HttpError(405, f"method: {method} not allowed on {path}")
+        return 200, {"ok": True, "iface": enf.iface, "flows": len(enf.state.flows),
+                     "enforce": enf.enforce}
+    if parts[1] != "flows":
+        raise HttpError(404, f"path: unknown path {path!r}")
+    if len(parts) == 2:
+        if method == "GET":
+            return 200, {"flows": enf.snapshot()}
+        if method == "PUT":
+            wanted = tc.parse_flow_set(_json(body))
+            n = enf.replace_all(wanted)
+            return 200, {"flows": enf.snapshot(), "commands": n}
+        if method == "DELETE":
+            n = enf.replace_all([])
+            return 200, {"flows": [], "commands": n}
+        raise HttpError(405, f"method: {method} not allowed on {path}")
+    # the flow id may itself contain '/', e.g. "1/0" (sent as 1%2F0 or plainly)
+    fid = "/".join(parts[2:])
+    if method == "GET":
+        for f in enf.snapshot():
+            if f["flow_id"] == fid:
+                return 200, f
+        raise HttpError(404, f"flow_id: no limit for flow {fid!r}")
+    if method == "PUT":
+        obj = _json(body)
+        if isinstance(obj, dict):
+            if obj.get("flow_id", fid) != fid:
+                raise RequestError("flow_id", f"{obj['flow_id']!r} differs from the URL's {fid!r}")
+            obj = {**obj, "flow_id": fid}
+        n = enf.set_one(tc.parse_limit(obj, "flow"))
+        return 200, {"flows": enf.snapshot(), "commands": n}
+    if method == "DELETE":
+        if not enf.remove_one(fid):
+            raise HttpError(404, f"flow_id: no limit for flow {fid!r}")
+        return 200, {"flows": enf.snapshot()}
+    raise HttpError(405, f"method: {method} not allowed on {path}")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "rapier-agent/0.1"
+    protocol_version = "HTTP/1.1"
+
+    def address_string(self) -> str:  # Unix sockets have no peer address
+        ca = self.client_address
+        return ca[0] if isinstance(ca, tuple) and ca else "unix"
+
+    def log_message(self, fmt, *args) -> None:
+        LOG.info("%s %s", self.address_string(), fmt % args)
+
+    def _serve(self) -> None:
+        length = self.headers.get("Content-Length")
+        body = None
+        status = None
+        if length:
+            try:
+                n = int(length)
+            except ValueError:
+                status, obj = 400, {"error": "Content-Length: not an integer"}
+            else:
+                if n > MAX_BODY_BYTES or n < 0:
+                    status, obj = 413, {"error": f"body: larger than {MAX_BODY_BYTES} bytes"}
+                else:
+                    body = self.rfile.read(n)
+        if status is None:
+            status, obj = handle(self.server.enforcer, self.command, self.path, body)
+        data = (json.dumps(obj) + "\n").encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if status >= 400 and status != 404:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_PUT = do_DELETE = do_POST = do_PATCH = _serve
+
+
+class _TcpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def server_bind(self) -> None:
+        socketserver.UnixStreamServer.server_bind(self)
+        os.chmod(self.server_address, 0o666)
+        self.server_name, self.server_port = "unix", 0
+
+
+def parse_listen(text: str) -> Tuple[str, object]:
+    """Parse ``--listen``: ``HOST:PORT`` -> ("tcp", (host, port)); ``unix:PATH`` -> ("unix", path).
+
+    Raises:
+        ValueError: malformed address or port outside 0..65535 (message names ``listen``).
+    """
+    if text.startswith("unix:"):
+        path = text[5:]
+        if not path:
+            raise ValueError("listen: unix: needs a socket path")
+        return "unix", path
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"listen: expected HOST:PORT or unix:PATH, got {text!r}")
+    try:
+        p = int(port)
+    except ValueError:
+        raise ValueError(f"listen: port is not an integer: {port!r}") from None
+    if not 0 <= p <= 65535:
+        raise ValueError(f"listen: port must be in 0..65535, got {p}")
+    return "tcp", (host.strip("[]"), p)
+
+
+def make_server(listen: str, enforcer: Enforcer):
+    """Bind an HTTP server for ``enforcer`` on ``listen`` (see :func:`parse_listen`).
+
+    A stale Unix socket file is removed first; its directory is created.
+
+    Raises:
+        ValueError: bad ``listen``.  OSError: cannot bind.
+    """
+    kind, addr = parse_listen(listen)
+    if kind == "unix":
+        os.makedirs(os.path.dirname(os.path.abspath(addr)), exist_ok=True)
+        if os.path.exists(addr):
+            os.unlink(addr)
+        srv = _UnixServer(addr, _Handler)
+    else:
+        srv = _TcpServer(addr, _Handler)
+    srv.enforcer = enforcer
+    return srv
+
+
+def default_iface(sys_class_net: str = "/sys/class/net") -> str:
+    """The host's only non-loopback interface.
+
+    Raises:
+        RuntimeError: zero or several candidates (then ``--iface`` is needed).
+    """
+    names = sorted(n for n in os.listdir(sys_class_net) if n != "lo")
+    if len(names) != 1:
+        raise RuntimeError(f"iface: cannot choose among {names or 'no interfaces'}; "
+                           f"pass --iface")
+    return names[0]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``rapier-agent``; returns the exit status (0 after a clean stop)."""
+    ap = argparse.ArgumentParser(prog="rapier-agent", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--listen", default=DEFAULT_LISTEN,
+                    help="HOST:PORT or unix:PATH (default %(default)s)")
+    ap.add_argument("--iface", default=None,
+                    help="interface to shape (default: the only non-lo interface)")
+    ap.add_argument("--no-enforce", action="store_true",
+                    help="accept and record limits, run no tc command")
+    ap.add_argument("--log-level", default="INFO")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s rapier-agent %(levelname)s %(message)s")
+    try:
+        iface = args.iface or default_iface()
+        parse_listen(args.listen)
+    except (RuntimeError, ValueError) as exc:
+        print(f"rapier-agent: {exc}", file=sys.stderr)
+        return 2
+    enforcer = Enforcer(iface, enforce=not args.no_enforce)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        enforcer.start()
+        server = make_server(args.listen, enforcer)
+    except (TcError, OSError) as exc:
+        print(f"rapier-agent: {exc}", file=sys.stderr)
+        enforcer.stop()
+        return 1
+    thread = threading.Thread(target=server.serve_forever, name="http", daemon=True)
+    thread.start()
+    LOG.info("listening on %s, shaping %s (enforce=%s)", args.listen, iface, enforcer.enforce)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        kind, addr = parse_listen(args.listen)
+        if kind == "unix" and os.path.exists(addr):
+            os.unlink(addr)
+        enforcer.stop()
+        LOG.info("stopped; qdisc removed from %s", iface)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
