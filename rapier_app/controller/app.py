@@ -1,0 +1,334 @@
+"""The thin Ryu shell around :class:`~.core.ControllerCore` (Faucet style).
+
+Each handler finds the object, calls one core method and sends what it returns:
+
+* switch connects (``EventOFPSwitchFeatures``): clear its tables and groups, install
+  default forwarding (per-destination shortest paths, ECMP ``SELECT`` groups), the
+  ARP-to-controller rule, and the coflow rules it must hold;
+* ``EventOFPPacketIn``: proxy ARP (answers from the topology definition);
+* ``EventOFPFlowStatsReply``: byte counters of first-hop rules -> progress and
+  completion;
+* Ryu topology discovery (``EventSwitchEnter``, ``EventLinkAdd`` with
+  ``--observe-links``): checked against the configured topology, mismatches logged
+  at ERROR level and shown by ``GET /rapier/v1/topology``;
+* REST (:mod:`.rest`): submit and cancel coflows.
+
+Two green threads (``hub.spawn``): the poller (flow stats every ``stats_interval_s``,
+the idle completion rule, scheduler wake-ups, retries of failed agent pushes) and
+the agent pusher (one ``PUT /v1/flows`` per host whose rate set changed, latest set
+wins, short timeouts; an unreachable agent is logged and retried).
+
+Options (oslo.config group ``[rapier]``, see ``configs/rapier.conf``) are declared
+in :data:`OPTS` with their defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import fields
+from typing import Any, Dict, Optional
+
+from .compat import ensure_eventlet_compat
+
+ensure_eventlet_compat()
+
+from ryu import cfg  # noqa: E402
+from ryu.app.wsgi import WSGIApplication  # noqa: E402
+from ryu.base import app_manager  # noqa: E402
+from ryu.controller import ofp_event  # noqa: E402
+from ryu.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER,  # noqa: E402
+                                    MAIN_DISPATCHER, set_ev_cls)
+from ryu.lib import hub  # noqa: E402
+from ryu.ofproto import ofproto_v1_3  # noqa: E402
+from ryu.topology import event as topo_event  # noqa: E402
+
+from . import agent_client, ofmsgs  # noqa: E402
+from .core import Actions, Settings, make_core, missing_switches  # noqa: E402
+from .rest import APP_KEY, RapierRestController  # noqa: E402
+
+LOG = logging.getLogger("rapier.controller")
+
+_D = Settings()
+#: The controller's options, group ``[rapier]``; defaults come from :class:`Settings`.
+OPTS = [
+    cfg.StrOpt("scheduler", default=_D.scheduler,
+               help="scheduler name: rapier, rapier-residual, baseline, scheduling-only, "
+                    "routing-only, fair, and the seed schedulers when installed"),
+    cfg.StrOpt("topology", default=_D.topology,
+               help="topology spec from topologies/: fattree:K, vl2:DA,DI[,T], "
+                    "leafspine:L,S,H, bigswitch:N, fig1 (Mininet must build the same)"),
+    cfg.FloatOpt("link_bps", default=None,
+                 help="link speed in bit/s (default: the topology's, 1e9); set it to the "
+                      "emulated link speed"),
+    cfg.StrOpt("rest_host", default=None,
+               help="REST listen address (default: Ryu's --wsapi-host, 0.0.0.0)"),
+    cfg.IntOpt("rest_port", default=None, min=1, max=65535,
+               help="REST port (default: Ryu's --wsapi-port, 8080); an explicit "
+                    "--wsapi-port other than 8080 wins"),
+    cfg.StrOpt("agent_url", default=_D.agent_url,
+               help="host agent URL template with {host} {ip} {port}: http://{ip}:{port} "
+                    "or unix:/tmp/rapier-agents/{host}.sock; empty: no agents"),
+    cfg.IntOpt("agent_port", default=_D.agent_port, min=1, max=65535,
+               help="host agent TCP port ({port} in agent_url)"),
+    cfg.FloatOpt("agent_timeout_s", default=_D.agent_timeout_s,
+                 help="timeout of one agent HTTP call (s)"),
+    cfg.FloatOpt("lp_time_limit_s", default=_D.lp_time_limit_s,
+                 help="time limit of one LP solve (s); a coflow whose LP fails or times "
+                      "out falls back to default forwarding"),
+    cfg.FloatOpt("delta_s", default=_D.delta_s,
+                 help="RAPIER starvation threshold delta (s)"),
+    cfg.FloatOpt("stats_interval_s", default=_D.stats_interval_s,
+                 help="flow-stats polling period (s)"),
+    cfg.FloatOpt("min_rate_bps", default=_D.min_rate_bps,
+                 help="rate pushed for a flow the schedule makes wait (bit/s)"),
+    cfg.IntOpt("header_bytes", default=_D.header_bytes,
+               help="per-packet header bytes subtracted from rule byte counters"),
+    cfg.IntOpt("finish_slack_bytes", default=_D.finish_slack_bytes,
+               help="a flow is done when its payload estimate reaches size - slack"),
+    cfg.FloatOpt("idle_finish_s", default=_D.idle_finish_s,
+                 help="idle completion rule: counters still for this long (s) ..."),
+    cfg.FloatOpt("idle_fraction", default=_D.idle_fraction,
+                 help="... with at least (1 - this) of the flow's bytes sent"),
+    cfg.IntOpt("seed", default=_D.seed, help="scheduler seed (ECMP hashing)"),
+    cfg.IntOpt("max_paths", default=_D.max_paths,
+               help="cap on candidate paths per host pair (0: all equal-cost paths)"),
+]
+
+CONF = cfg.CONF
+CONF.register_opts(OPTS, group="rapier")
+
+
+def settings_from_conf(conf=CONF) -> Settings:
+    """:class:`Settings` from the ``[rapier]`` group of an oslo.config object.
+
+    Raises:
+        SettingsError: a bad value, naming the option.
+    """
+    group = conf.rapier
+    return Settings(**{f.name: getattr(group, f.name) for f in fields(Settings)}).validate()
+
+
+class RapierController(app_manager.RyuApp):
+    """RAPIER coflow controller (OpenFlow 1.3).
+
+    Keyword args (besides Ryu's contexts):
+        rapier_settings: a :class:`Settings` to use instead of the ``[rapier]``
+            options (tests).
+    """
+
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+    _CONTEXTS = {"wsgi": WSGIApplication}
+
+    def __init__(self, *args, **kwargs):
+        settings = kwargs.pop("rapier_settings", None)
+        super().__init__(*args, **kwargs)
+        self.settings = settings or settings_from_conf(CONF)
+        self.core = make_core(self.settings, LOG)
+        self.core.wall_clock = time.perf_counter
+        self._t0 = time.monotonic()
+        self.datapaths: Dict[int, Any] = {}
+        self.switch_ports: Dict[int, Optional[list]] = {}
+        self.links: set = set()
+        self.mismatches: list = []
+        self._stats_parts: Dict[int, list] = {}
+        self._pending: "OrderedDict[str, Any]" = OrderedDict()
+        self._push_event = hub.Event()
+        self._last_retry = 0.0
+        self._reported_missing = False
+        kwargs["wsgi"].register(RapierRestController, {APP_KEY: self})
+        self._rest_address()
+        LOG.info("RAPIER controller: scheduler %s on %s (%d switches, %d hosts), agents %s",
+                 self.settings.scheduler, self.core.topology.name,
+                 len(self.core.topology.switches), len(self.core.topology.hosts),
+                 self.settings.agent_url or "off")
+
+    # -- plumbing ---------------------------------------------------------------------
+    def now(self) -> float:
+        """Seconds since the controller started (the core's clock)."""
+        return time.monotonic() - self._t0
+
+    def _rest_address(self) -> None:
+        """Apply ``rest_host``/``rest_port`` unless ``--wsapi-*`` were given."""
+        try:
+            if self.settings.rest_port is not None and CONF.wsapi_port == 8080:
+                CONF.set_override("wsapi_port", self.settings.rest_port)
+            if self.settings.rest_host is not None and CONF.wsapi_host == "0.0.0.0":
+                CONF.set_override("wsapi_host", self.settings.rest_host)
+        except cfg.NoSuchOptError:  # ryu.app.wsgi not imported (cannot happen here)
+            pass
+
+    def start(self):
+        """Start Ryu's event loop plus the poller and the agent pusher."""
+        super().start()
+        self.threads.append(hub.spawn(self._poll_loop))
+        self.threads.append(hub.spawn(self._push_loop))
+
+    def execute(self, acts: Actions) -> None:
+        """Send the rules of ``acts`` to connected switches and queue its pushes.
+
+        Rules for a switch that is not connected are skipped: when it connects, it
+        gets :meth:`ControllerCore.switch_rules` (the full current set).
+        """
+        for item in acts.rules:
+            dp = self.datapaths.get(item.dpid)
+            if dp is None:
+                continue
+            dp.send_msg(ofmsgs.message_for(dp, item))
+        for push in acts.pushes:
+            self._pending[push.host] = push
+            self._pending.move_to_end(push.host)
+        if acts.pushes:
+            self._push_event.set()
+
+    # -- REST facade ------------------------------------------------------------------
+    def submit(self, body) -> Dict[str, Any]:
+        """Accept a coflow (``POST``); raises RequestError for bad input."""
+        c, acts = self.core.submit(body, self.now())
+        self.execute(acts)
+        return self.core.coflow_view(c.coflow_id)
+
+    def cancel(self, coflow_id: str) -> Dict[str, Any]:
+        """Cancel a coflow (``DELETE``); raises RequestError 404/400."""
+        self.execute(self.core.cancel(coflow_id, self.now()))
+        return self.core.coflow_view(coflow_id)
+
+    def observed(self) -> Dict[str, Any]:
+        """What Ryu saw: connected switches, discovered links, mismatches."""
+        names = {d: s for s, d in self.core._dpid.items()}
+        return {"connected": sorted(names.get(d, f"dpid={d:#x}") for d in self.datapaths),
+                "missing": missing_switches(self.core.topology, self.datapaths),
+                "links_discovered": len(self.links),
+                "mismatches": list(self.mismatches)}
+
+    def _check(self) -> None:
+        msgs = self.core.check_observed(self.switch_ports, sorted(self.links))
+        for m in msgs:
+            if m not in self.mismatches:
+                LOG.error("topology mismatch: %s", m)
+        self.mismatches = msgs
+
+    # -- OpenFlow events ---------------------------------------------------------------
+    @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
+    def switch_features(self, ev):
+        """A switch connected: clear it, install defaults and its coflow rules."""
+        dp = ev.msg.datapath
+        if not self.core.is_known_dpid(dp.id):
+            LOG.error("topology mismatch: switch dpid=%#x is not in topology %s; it gets "
+                      "no rules", dp.id, self.core.topology.name)
+            self.switch_ports.setdefault(dp.id, None)
+            self._check()
+            return
+        self.datapaths[dp.id] = dp
+        for msg in ofmsgs.clear_switch(dp):
+            dp.send_msg(msg)
+        rules = self.core.switch_rules(dp.id)
+        for item in rules:
+            dp.send_msg(ofmsgs.message_for(dp, item))
+        dp.send_msg(dp.ofproto_parser.OFPBarrierRequest(dp))
+        LOG.info("switch dpid=%#x connected: %d rules/groups installed", dp.id, len(rules))
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
+    def state_change(self, ev):
+        """Track connected datapaths."""
+        dp = ev.datapath
+        if ev.state == DEAD_DISPATCHER and dp.id is not None:
+            if self.datapaths.get(dp.id) is dp:
+                del self.datapaths[dp.id]
+                LOG.warning("switch dpid=%#x disconnected", dp.id)
+
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    def packet_in(self, ev):
+        """Proxy ARP: answer ARP requests for topology hosts out of the in port."""
+        msg = ev.msg
+        reply = self.core.arp_answer(bytes(msg.data))
+        if reply is None:
+            return
+        dp = msg.datapath
+        dp.send_msg(ofmsgs.packet_out(dp, msg.match["in_port"], reply))
+
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    def flow_stats_reply(self, ev):
+        """Collect a (possibly multi-part) flow-stats reply and update progress."""
+        msg = ev.msg
+        dpid = msg.datapath.id
+        parts = self._stats_parts.setdefault(dpid, [])
+        parts.extend((s.cookie, s.byte_count, s.packet_count) for s in msg.body)
+        if msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE:
+            return
+        entries = self._stats_parts.pop(dpid, [])
+        self.execute(self.core.apply_flow_stats(dpid, entries, self.now()))
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def error_msg(self, ev):
+        """Log OpenFlow errors (a rejected flow or group mod)."""
+        msg = ev.msg
+        LOG.error("OpenFlow error from dpid=%#x: type=%#x code=%#x data=%s",
+                  msg.datapath.id or 0, msg.type, msg.code, bytes(msg.data[:64]).hex())
+
+    # -- topology discovery -------------------------------------------------------------
+    @set_ev_cls(topo_event.EventSwitchEnter)
+    def switch_enter(self, ev):
+        """Ryu discovered a switch: check its dpid and ports."""
+        sw = ev.switch
+        self.switch_ports[sw.dp.id] = [p.port_no for p in sw.ports]
+        self._check()
+
+    @set_ev_cls(topo_event.EventLinkAdd)
+    def link_add(self, ev):
+        """Ryu discovered a link (``--observe-links``): check it."""
+        link = ev.link
+        self.links.add((link.src.dpid, link.src.port_no, link.dst.dpid, link.dst.port_no))
+        self._check()
+
+    # -- green threads -----------------------------------------------------------------
+    def poll_once(self) -> None:
+        """One poller round: flow-stats requests, idle rule, wake-ups, push retries."""
+        now = self.now()
+        for dpid in self.core.stats_dpids():
+            dp = self.datapaths.get(dpid)
+            if dp is not None:
+                dp.send_msg(ofmsgs.flow_stats_request(dp))
+        acts = self.core.check_idle(now)
+        if not acts.finished and self.core.wakeup_due(now):
+            acts = self.core.reschedule(now)
+        if now - self._last_retry > 5.0:
+            self._last_retry = now
+            acts.extend(self.core.retry_pushes())
+            if now > 15.0 and not self._reported_missing:
+                missing = missing_switches(self.core.topology, self.datapaths)
+                if missing:
+                    LOG.error("topology mismatch: configured switches not connected after "
+                              "15 s: %s", ", ".join(missing))
+                self._reported_missing = True
+        self.execute(acts)
+
+    def _poll_loop(self) -> None:
+        while True:
+            hub.sleep(self.settings.stats_interval_s)
+            try:
+                self.poll_once()
+            except Exception:  # noqa: BLE001 -- the poller must survive
+                LOG.exception("poller round failed")
+
+    def push_pending(self) -> None:
+        """Send every queued agent push (latest set per host); failures are logged
+        and the host is marked for a retry."""
+        while self._pending:
+            host, push = self._pending.popitem(last=False)
+            try:
+                agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s)
+                LOG.debug("agent %s: %d limits pushed", host, len(push.flows))
+            except agent_client.AgentError as exc:
+                LOG.warning("agent %s unreachable or refused the rate set: %s", host, exc)
+                self.core.push_failed(host)
+
+    def _push_loop(self) -> None:
+        while True:
+            self._push_event.wait()
+            self._push_event.clear()
+            try:
+                self.push_pending()
+            except Exception:  # noqa: BLE001
+                LOG.exception("agent pusher failed")
