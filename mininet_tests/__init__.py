@@ -1,0 +1,1 @@
+"""Mininet emulation of RAPIER: topologies, runner and the rapier-emulate command."""

@@ -1,0 +1,619 @@
+"""Run coflows on an emulated fabric: Open vSwitch + Mininet + ryu-manager + agents.
+
+:class:`Emulation` is a context manager.  Entering it
+
+1. starts Open vSwitch if it is not running (``ovs-ctl start``; no kernel module, so
+   every bridge uses the userspace datapath) and removes bridges and interfaces left
+   over from a crashed run of the same topology (never ``mn -c``: that kills every
+   ``ryu-manager`` and deletes ``/tmp/*.log`` on the machine);
+2. builds the Mininet network from :mod:`mininet_tests.topos` (explicit dpids, ports,
+   IPs, MACs), switch-side links shaped to ``bw_mbps`` with Mininet's HTB;
+3. turns checksum/segmentation offloads off on every host and switch interface (TCP
+   stalls over the userspace datapath otherwise) and gives hosts static ARP entries;
+4. starts ``ryu-manager rapier_app.controller`` in the root namespace with a
+   generated config file, waits for its REST API and for every switch to connect;
+5. starts a ``rapier-agent`` in every host on a Unix socket under ``agent_dir`` (with
+   ``--no-enforce`` when ``enforce=False``: the baseline run has no rate limits).
+
+:meth:`Emulation.run_coflows` then, for each coflow at its arrival time, starts one
+receiver per flow, submits the coflow over REST, and starts one sender per flow
+(:mod:`mininet_tests.transfer`, exactly the flow's bytes to its TCP dst port); a
+flow finishes when its receiver has every byte.  Leaving the context stops, by PID,
+every process it started (senders, receivers, agents, ryu-manager), stops the
+network and, if it started Open vSwitch, its two daemons: also when something failed.
+
+Units: bytes, bit/s (``bw_mbps`` in Mbit/s, as Mininet takes it), seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Dict, List, Optional, Sequence
+
+from enforcement import client
+
+from .topos import DefinedTopo
+
+LOG = logging.getLogger("rapier-emulate")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
+OVS_RUNDIR = "/var/run/openvswitch"
+OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
+REST_PREFIX = "/rapier/v1"
+
+
+class EmulationError(RuntimeError):
+    """Something the emulation needs did not come up or a run did not finish."""
+
+
+# ---------------------------------------------------------------------------------
+# process helpers
+# ---------------------------------------------------------------------------------
+def stop_pid(proc: subprocess.Popen, name: str, timeout_s: float = 5.0) -> Optional[int]:
+    """SIGTERM ``proc`` by its PID, then SIGKILL after ``timeout_s``; return its exit code."""
+    if proc.poll() is not None:
+        return proc.returncode
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        return proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        LOG.warning("%s (pid %d) ignored SIGTERM; killing", name, proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        return proc.wait(timeout_s)
+    except ProcessLookupError:
+        return proc.wait(timeout_s)
+
+
+def _venv_bin(name: str) -> str:
+    """``name`` next to this interpreter (the venv's bin), else on PATH."""
+    cand = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.exists(cand):
+        return cand
+    found = shutil.which(name)
+    if not found:
+        raise EmulationError(f"{name}: not found next to {sys.executable} nor on PATH "
+                             f"(run scripts/install.sh)")
+    return found
+
+
+def ovs_running() -> bool:
+    """True when ovsdb-server and ovs-vswitchd answer."""
+    r = subprocess.run(["ovs-vsctl", "--timeout=3", "show"], capture_output=True)
+    return r.returncode == 0
+
+
+class OvsDaemons:
+    """Start Open vSwitch if needed; stop it again (by PID) only if we started it."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def start(self) -> None:
+        """Ensure the daemons run.
+
+        Raises:
+            EmulationError: ovs-ctl failed or the daemons do not answer.
+        """
+        if ovs_running():
+            return
+        r = subprocess.run([OVS_CTL, "start"], capture_output=True, text=True)
+        if not ovs_running():
+            raise EmulationError(f"ovs-ctl start failed ({r.returncode}): {r.stderr.strip()}")
+        self.started = True
+
+    def stop(self) -> None:
+        """Stop the daemons by the PIDs in their pidfiles, if we started them."""
+        if not self.started:
+            return
+        for daemon in ("ovs-vswitchd", "ovsdb-server"):
+            try:
+                with open(os.path.join(OVS_RUNDIR, f"{daemon}.pid")) as fh:
+                    pid = int(fh.read().strip())
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(50):
+                    os.kill(pid, 0)
+                    time.sleep(0.1)
+            except (OSError, ValueError):
+                pass
+        self.started = False
+
+
+def _cleanup_leftovers(topo: DefinedTopo) -> None:
+    """Delete bridges and root-namespace interfaces named like ``topo``'s (crashed runs)."""
+    for s in topo.switches():
+        subprocess.run(["ovs-vsctl", "--timeout=5", "--if-exists", "del-br", s],
+                       capture_output=True)
+    existing = set(os.listdir("/sys/class/net"))
+    for s in topo.switches():
+        for name in sorted(existing):
+            if name.startswith(s + "-eth"):
+                subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+# ---------------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------------
+@dataclass
+class FlowResult:
+    """One emulated flow: times in seconds from the run's start, size in bytes."""
+
+    flow_id: str
+    coflow_id: str
+    src: str
+    dst: str
+    dst_port: int
+    size_bytes: int
+    received_bytes: int
+    start_s: Optional[float]
+    finish_s: Optional[float]
+    fct_s: Optional[float]
+
+
+@dataclass
+class CoflowResult:
+    """One emulated coflow: arrival (REST submission) and CCT in seconds."""
+
+    coflow_id: str
+    arrival_s: float
+    finish_s: Optional[float]
+    cct_s: Optional[float]
+    flows: List[FlowResult] = field(default_factory=list)
+    controller: Optional[dict] = None
+
+
+@dataclass
+class RunResult:
+    """One scheduler's run of a workload."""
+
+    scheduler: str
+    coflows: List[CoflowResult]
+    wall_s: float
+
+    @property
+    def ccts(self) -> List[float]:
+        """CCTs (s) in coflow order; raises EmulationError if one did not finish."""
+        out = []
+        for c in self.coflows:
+            if c.cct_s is None:
+                raise EmulationError(f"coflow {c.coflow_id}: did not finish")
+            out.append(c.cct_s)
+        return out
+
+    @property
+    def avg_cct_s(self) -> float:
+        """Mean CCT in seconds."""
+        c = self.ccts
+        return sum(c) / len(c)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"scheduler": self.scheduler, "wall_s": self.wall_s,
+                "coflows": [asdict(c) for c in self.coflows]}
+
+
+# ---------------------------------------------------------------------------------
+# the emulation
+# ---------------------------------------------------------------------------------
+def controller_config(topology: str, scheduler: str, link_bps: Optional[float], rest_port: int,
+                      agent_url: str, extra: Optional[Dict[str, object]] = None) -> str:
+    """The ryu-manager config file (oslo.config INI, ``[DEFAULT]`` section).
+
+    Args:
+        topology: spec for :func:`topologies.build_topology`.
+        scheduler: scheduler name.  link_bps: emulated link speed, bit/s.
+        rest_port: REST port.  agent_url: template with ``{host}``; empty for none.
+        extra: further options, written as ``key = value``.
+    """
+    opts = {"topology": topology, "scheduler": scheduler, "wsapi_port": rest_port,
+            "agent_url": agent_url}
+    if link_bps is not None:
+        opts["link_bps"] = float(link_bps)
+    opts.update(extra or {})
+    lines = ["[DEFAULT]"] + [f"{k} = {v}" for k, v in opts.items()]
+    return "\n".join(lines) + "\n"
+
+
+class Emulation:
+    """One network + controller + agents, as a context manager (see module docstring).
+
+    Args:
+        topology: spec, e.g. ``"leafspine:3,3,3"``.
+        scheduler: controller scheduler name (``rapier``, ``routing-only``, ``baseline``).
+        bw_mbps: link speed in Mbit/s for shaping and for the controller (None: no
+            shaping, controller uses the definition's speed).
+        enforce: start agents that enforce rates (False: ``--no-enforce``).
+        workdir: directory for logs and transfer records (default: a new temp dir
+            under /tmp/rapier-emu).
+        rest_port, of_port: controller REST and OpenFlow ports.
+        agent_dir: directory of the agents' Unix sockets.
+        controller_opts: extra controller options (e.g. ``{"delta_s": 5}``).
+        start_controller: False to run without ryu-manager (tests of the agent alone;
+            the network then has no forwarding until rules are added).
+
+    Raises (on entry): EmulationError when a component does not come up; the parts
+    already started are stopped first.
+    """
+
+    def __init__(self, topology: str = "leafspine:3,3,3", scheduler: str = "rapier",
+                 bw_mbps: Optional[float] = 20.0, enforce: bool = True,
+                 workdir: Optional[str] = None, rest_port: int = 8080, of_port: int = 6653,
+                 agent_dir: str = "/tmp/rapier-agents",
+                 controller_opts: Optional[Dict[str, object]] = None,
+                 start_controller: bool = True):
+        self.topology = topology
+        self.scheduler = scheduler
+        self.bw_mbps = bw_mbps
+        self.enforce = enforce
+        os.makedirs("/tmp/rapier-emu", exist_ok=True)
+        self.workdir = workdir or tempfile.mkdtemp(prefix=f"{scheduler}-", dir="/tmp/rapier-emu")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.rest_port = rest_port
+        self.of_port = of_port
+        self.agent_dir = agent_dir
+        self.controller_opts = dict(controller_opts or {})
+        self.start_controller = start_controller
+        self.topo = DefinedTopo(topology, bw_mbps=bw_mbps)
+        self.definition = self.topo.definition
+        self.ovs = OvsDaemons()
+        self.net = None
+        self.ryu: Optional[subprocess.Popen] = None
+        self.agents: Dict[str, subprocess.Popen] = {}
+        self.transfers: List[subprocess.Popen] = []
+        self._logs: List = []
+
+    # -- lifecycle ---------------------------------------------------------------
+    def __enter__(self) -> "Emulation":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def rest(self) -> str:
+        """Controller REST base URL."""
+        return f"http://127.0.0.1:{self.rest_port}"
+
+    def agent_url(self, host: str) -> str:
+        """Agent base URL of ``host`` (Unix socket)."""
+        return f"unix:{self.agent_dir}/{host}.sock"
+
+    def _log(self, name: str):
+        fh = open(os.path.join(self.workdir, name), "w")
+        self._logs.append(fh)
+        return fh
+
+    def start(self) -> None:
+        """Bring everything up (see the module docstring); raises EmulationError."""
+        from mininet.link import TCLink, Link
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+        from mininet.node import OVSSwitch, RemoteController
+
+        setLogLevel("critical")  # Mininet logs HTB "quantum is big" warnings as errors
+        self.ovs.start()
+        _cleanup_leftovers(self.topo)
+        if self.start_controller:
+            self._start_ryu()
+        t0 = time.time()
+        self.net = Mininet(topo=self.topo,
+                           switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13"),
+                           link=TCLink if self.bw_mbps else Link,
+                           controller=partial(RemoteController, ip="127.0.0.1",
+                                              port=self.of_port),
+                           autoSetMacs=False, autoStaticArp=False, build=True)
+        self.net.start()
+        for node in self.net.hosts + self.net.switches:
+            for intf in node.intfList():
+                if intf.name != "lo":
+                    node.cmd(" ".join(["ethtool", "-K", intf.name] + OFFLOADS))
+        self.net.staticArp()
+        LOG.info("network %s up in %.1f s", self.topology, time.time() - t0)
+        if self.start_controller:
+            self._wait_switches_connected()
+        else:
+            self.install_static_routes()
+        self._start_agents()
+
+    def static_route_rules(self) -> Dict[str, List[str]]:
+        """Destination-based forwarding without a controller, as ovs-ofctl flow specs.
+
+        For every switch and host: ``ip,nw_dst=IP,actions=output:PORT`` towards the first
+        (lexicographically smallest) shortest path, one path per destination, no ECMP.
+        Used only with ``start_controller=False``.
+        """
+        import networkx as nx
+
+        g = self.definition.graph
+        out: Dict[str, List[str]] = {}
+        for s in self.definition.switches:
+            rules = []
+            for h in self.definition.hosts:
+                path = min(nx.all_shortest_paths(g, s, h))
+                rules.append(f"priority=10,ip,nw_dst={g.nodes[h]['ip']},"
+                             f"actions=output:{g.edges[path[0], path[1]]['port']}")
+            out[s] = rules
+        return out
+
+    def install_static_routes(self) -> None:
+        """Install :meth:`static_route_rules` with ``ovs-ofctl add-flows`` (one call per switch).
+
+        Raises:
+            EmulationError: ovs-ofctl failed.
+        """
+        for s, rules in self.static_route_rules().items():
+            r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "add-flows", s, "-"],
+                               input="\n".join(rules) + "\n", capture_output=True, text=True)
+            if r.returncode != 0:
+                raise EmulationError(f"ovs-ofctl add-flows {s}: {r.stderr.strip()}")
+
+    def _start_ryu(self) -> None:
+        conf = os.path.join(self.workdir, "controller.conf")
+        with open(conf, "w") as fh:
+            fh.write(controller_config(self.topology, self.scheduler,
+                                       None if self.bw_mbps is None else self.bw_mbps * 1e6,
+                                       self.rest_port, f"unix:{self.agent_dir}/{{host}}.sock",
+                                       self.controller_opts))
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        cmd = [_venv_bin("ryu-manager"), "--config-file", conf,
+               "--ofp-tcp-listen-port", str(self.of_port),
+               "--wsapi-port", str(self.rest_port), "rapier_app.controller"]
+        LOG.info("starting %s", " ".join(cmd))
+        self.ryu = subprocess.Popen(cmd, stdout=self._log("ryu.log"), stderr=subprocess.STDOUT,
+                                    env=env, cwd=REPO, start_new_session=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.ryu.poll() is not None:
+                raise EmulationError(f"ryu-manager exited with {self.ryu.returncode}; see "
+                                     f"{self.workdir}/ryu.log:\n{self._tail('ryu.log')}")
+            try:
+                st, _ = client.request(self.rest, "GET", REST_PREFIX + "/topology", timeout=2)
+                if st == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise EmulationError(f"controller REST {self.rest} did not answer within 30 s; "
+                             f"see {self.workdir}/ryu.log")
+
+    def _tail(self, name: str, n: int = 20) -> str:
+        try:
+            with open(os.path.join(self.workdir, name)) as fh:
+                return "".join(fh.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def _wait_switches_connected(self, timeout_s: float = 30.0) -> None:
+        """Wait until every bridge reports ``is_connected`` to its controller."""
+        deadline = time.time() + timeout_s
+        n = len(self.net.switches)
+        while time.time() < deadline:
+            out = subprocess.run(["ovs-vsctl", "--timeout=5", "--columns=is_connected",
+                                  "list", "Controller"], capture_output=True, text=True)
+            if out.stdout.count("true") >= n:
+                return
+            time.sleep(0.3)
+        raise EmulationError(f"switches did not connect to the controller within {timeout_s} s")
+
+    def _start_agents(self) -> None:
+        os.makedirs(self.agent_dir, exist_ok=True)
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        for h in self.net.hosts:
+            sock = os.path.join(self.agent_dir, f"{h.name}.sock")
+            cmd = [sys.executable, "-m", "enforcement.agent", "--listen", f"unix:{sock}",
+                   "--iface", h.defaultIntf().name]
+            if not self.enforce:
+                cmd.append("--no-enforce")
+            self.agents[h.name] = h.popen(cmd, stdout=self._log(f"agent-{h.name}.log"),
+                                          stderr=subprocess.STDOUT, env=env, cwd=REPO)
+        deadline = time.time() + 20
+        pending = set(self.agents)
+        while pending and time.time() < deadline:
+            for h in sorted(pending):
+                if self.agents[h].poll() is not None:
+                    raise EmulationError(f"agent on {h} exited with {self.agents[h].returncode}:"
+                                         f"\n{self._tail(f'agent-{h}.log')}")
+                try:
+                    if client.request(self.agent_url(h), "GET", "/v1/health", timeout=1)[0] == 200:
+                        pending.discard(h)
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        if pending:
+            raise EmulationError(f"agents did not answer within 20 s: {sorted(pending)}")
+
+    def stop(self) -> None:
+        """Stop everything started, by PID, in reverse order; never raises."""
+        for p in self.transfers:
+            _quiet(stop_pid, p, "transfer", 2.0)
+        self.transfers = []
+        for h, p in sorted(self.agents.items()):
+            _quiet(stop_pid, p, f"agent {h}", 5.0)
+        self.agents = {}
+        if self.ryu is not None:
+            _quiet(stop_pid, self.ryu, "ryu-manager", 5.0)
+            self.ryu = None
+        if self.net is not None:
+            _quiet(self.net.stop)
+            self.net = None
+        _quiet(_cleanup_leftovers, self.topo)
+        _quiet(self.ovs.stop)
+        for fh in self._logs:
+            _quiet(fh.close)
+        self._logs = []
+
+    # -- REST helpers --------------------------------------------------------------
+    def submit(self, body: dict) -> dict:
+        """POST a coflow to the controller; returns the reply.
+
+        Raises:
+            EmulationError: not 201.
+        """
+        st, obj = client.request(self.rest, "POST", REST_PREFIX + "/coflows", body, timeout=30)
+        if st != 201:
+            raise EmulationError(f"POST /coflows {body.get('id')}: {st} {obj}")
+        return obj
+
+    def coflow_state(self, cid: str) -> Optional[dict]:
+        """GET /coflows/<id> (None on error)."""
+        try:
+            st, obj = client.request(self.rest, "GET", f"{REST_PREFIX}/coflows/{cid}", timeout=5)
+            return obj if st == 200 else None
+        except OSError:
+            return None
+
+    # -- traffic ---------------------------------------------------------------------
+    def start_receiver(self, host: str, port: int, nbytes: int, out: str) -> subprocess.Popen:
+        """Start a receiver of exactly ``nbytes`` bytes on ``host``:``port``."""
+        p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "recv",
+                                  "--port", str(port), "--bytes", str(nbytes), "--out", out],
+                                 cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.transfers.append(p)
+        return p
+
+    def start_sender(self, host: str, dst_ip: str, port: int, nbytes: int,
+                     out: str, go: str) -> subprocess.Popen:
+        """Start a sender of exactly ``nbytes`` bytes from ``host`` to ``dst_ip:port``.
+
+        It connects only once the file ``go`` exists (see :func:`transfer.send`).
+        """
+        p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "send",
+                                  "--dst", dst_ip, "--port", str(port), "--bytes", str(nbytes),
+                                  "--out", out, "--go", go],
+                                 cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.transfers.append(p)
+        return p
+
+    def run_coflows(self, coflows: Sequence, timeout_s: float = 300.0) -> RunResult:
+        """Run coflows (``CoflowSpec`` objects) and measure their CCTs.
+
+        Before the clock starts, one receiver and one (waiting) sender per flow are
+        started; ``(dst, dst_port)`` must therefore be unique over the workload.  Then
+        each coflow, at its ``arrival_s`` (seconds from the start), is submitted over
+        REST and its senders are released.  Flow sizes are rounded to whole bytes.
+        Arrival is the submission time; a flow finishes when its receiver has every
+        byte; CCT = last flow's finish - arrival.
+
+        Returns:
+            RunResult with per-flow and per-coflow times (seconds from the start).
+
+        Raises:
+            EmulationError: missing or duplicate ``(dst, dst_port)``, a failed
+                submission or transfer, or ``timeout_s`` passed before every flow
+                finished.
+        """
+        g = self.definition.graph
+        order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
+        tdir = tempfile.mkdtemp(prefix="transfers-", dir=self.workdir)
+        seen: Dict[tuple, str] = {}
+        for c in order:
+            for f in c.flows:
+                if f.dst_port is None:
+                    raise EmulationError(f"dst_port: flow {f.flow_id} has none")
+                key = (f.dst, f.dst_port)
+                if key in seen:
+                    raise EmulationError(f"dst_port: flows {seen[key]} and {f.flow_id} both "
+                                         f"use {f.dst}:{f.dst_port}")
+                seen[key] = f.flow_id
+        procs: Dict[str, tuple] = {}
+        for c in order:
+            for f in c.flows:
+                n = int(round(f.size_bytes))
+                base = os.path.join(tdir, f.flow_id.replace("/", "_"))
+                rp = self.start_receiver(f.dst, f.dst_port, n, base + ".recv.json")
+                sp = self.start_sender(f.src, g.nodes[f.dst]["ip"], f.dst_port, n,
+                                       base + ".send.json", base + ".go")
+                procs[f.flow_id] = (rp, sp, base, n)
+        for fid, (rp, sp, base, _) in procs.items():
+            _wait_file(base + ".recv.json.ready", 30.0, rp)
+            _wait_file(base + ".send.json.armed", 30.0, sp)
+        t0 = time.time()
+        results: List[CoflowResult] = []
+        for c in order:
+            delay = t0 + c.arrival_s - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            arrival = time.time() - t0
+            if self.start_controller:
+                self.submit({"id": c.coflow_id, "flows": [
+                    {"src": f.src, "dst": f.dst, "size_bytes": procs[f.flow_id][3],
+                     "dst_port": f.dst_port} for f in c.flows]})
+            for f in c.flows:
+                open(procs[f.flow_id][2] + ".go", "w").close()
+            results.append(CoflowResult(c.coflow_id, arrival, None, None))
+        deadline = t0 + timeout_s
+        for fid, (rp, sp, base, n) in procs.items():
+            try:
+                rp.wait(max(deadline - time.time(), 0.1))
+            except subprocess.TimeoutExpired:
+                raise EmulationError(f"flow {fid}: not finished within {timeout_s} s "
+                                     f"(see {tdir})") from None
+            if rp.returncode != 0:
+                raise EmulationError(f"flow {fid}: receiver exited {rp.returncode}: "
+                                     f"{rp.stderr.read().decode(errors='replace')[-500:]}")
+        wall = time.time() - t0
+        by_id = {c.coflow_id: c for c in results}
+        for c in order:
+            cr = by_id[c.coflow_id]
+            for f in c.flows:
+                rp, sp, base, n = procs[f.flow_id]
+                _quiet(sp.wait, 5.0)
+                r = _read_json(base + ".recv.json")
+                s = _read_json(base + ".send.json") or {}
+                fin = r["done_s"] - t0
+                start = s.get("start_s")
+                cr.flows.append(FlowResult(f.flow_id, c.coflow_id, f.src, f.dst, f.dst_port, n,
+                                           r["bytes"], None if start is None else start - t0,
+                                           fin, fin - cr.arrival_s))
+            cr.finish_s = max(fl.finish_s for fl in cr.flows)
+            cr.cct_s = cr.finish_s - cr.arrival_s
+            if self.start_controller:
+                cr.controller = self.coflow_state(c.coflow_id)
+        for p in list(self.transfers):
+            _quiet(stop_pid, p, "transfer", 2.0)
+        self.transfers = []
+        res = RunResult(self.scheduler, results, wall)
+        with open(os.path.join(self.workdir, "result.json"), "w") as fh:
+            json.dump(res.to_dict(), fh, indent=1)
+        return res
+
+
+def _wait_file(path: str, timeout_s: float, proc: Optional[subprocess.Popen] = None) -> None:
+    """Wait for ``path`` to exist; EmulationError on timeout or if ``proc`` died."""
+    deadline = time.time() + timeout_s
+    while not os.path.exists(path):
+        if proc is not None and proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace")[-500:] if proc.stderr else ""
+            raise EmulationError(f"{path}: process exited {proc.returncode} first: {err}")
+        if time.time() > deadline:
+            raise EmulationError(f"{path}: not ready within {timeout_s} s")
+        time.sleep(0.02)
+
+
+def _read_json(path: str) -> Optional[dict]:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def _quiet(fn, *args) -> None:
+    try:
+        fn(*args)
+    except Exception as exc:  # noqa: BLE001 - cleanup path: log and continue
+        LOG.warning("cleanup step %s failed: %s", getattr(fn, "__name__", fn), exc)

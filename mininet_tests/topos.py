@@ -1,0 +1,134 @@
+"""Mininet topologies generated from the shared definitions in :mod:`topologies`.
+
+A topology is data (Mininet's ``topo.py`` style): :class:`DefinedTopo` only names
+hosts, switches and links, with
+
+* the definition's explicit dpids (16 hex digits), host IPs and MACs;
+* links added in the definition's order with explicit port numbers on both ends, so
+  that OpenFlow port ``p`` of switch ``s`` is the port the controller (which reads the
+  same definition) expects;
+* optional shaping: with ``bw_mbps`` every *switch-side* interface gets a Mininet
+  ``TCLink`` HTB at that rate (Mbit/s); host-side interfaces are left alone, so that
+  the host agent's own HTB root is the only qdisc on a host interface.  Every path
+  ends on a switch-to-host link, so each flow still sees the link capacity.
+
+For ``mn --custom`` (run it with the venv's ``mn`` so that networkx is importable)::
+
+    .venv/bin/mn --custom mininet_tests/topos.py --topo leafspine,3,3,3 \\
+        --switch ovs,datapath=user,protocols=OpenFlow13 --controller remote --link tc
+
+Names: ``fattree,K``, ``vl2,DA,DI,SERVERS_PER_TOR``, ``leafspine,LEAVES,SPINES,HOSTS``,
+``spec,"<build_topology spec>"``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from typing import Dict, Iterator, List, Optional, Tuple
+
+try:  # make the repository importable when mn exec()s this file
+    _HERE = os.path.dirname(os.path.abspath(inspect.currentframe().f_code.co_filename))
+    _ROOT = os.path.dirname(_HERE)
+    if _ROOT not in sys.path:
+        sys.path.insert(0, _ROOT)
+except Exception:  # noqa: BLE001 - best effort only
+    pass
+
+from mininet.topo import Topo  # noqa: E402
+
+from topologies import Topology, TopologyError, build_topology  # noqa: E402
+
+#: Prefix length given to every host address (all hosts share one subnet).
+HOST_PREFIX_LEN = 8
+
+
+def link_order(topo: Topology) -> List[Tuple[str, str, int, int]]:
+    """The definition's links as ``(u, v, port_u, port_v)`` in the order they were added.
+
+    Port numbers on every node count up from 1 in link-add order, so the add order is
+    recovered by repeatedly taking a link whose two ports are the next unused ports
+    of its two ends (ties broken by name, which cannot change any port number).
+
+    Raises:
+        TopologyError: the ports are not numbered 1..n per node (not a builder's topology).
+    """
+    links = {}
+    for u, v, d in topo.graph.edges(data=True):
+        key = tuple(sorted((u, v)))
+        if key not in links:
+            links[key] = (u, v, d["port"], d["peer_port"])
+    nxt: Dict[str, int] = {n: 1 for n in topo.graph.nodes}
+    by_port = {}
+    for (u, v, pu, pv) in links.values():
+        by_port.setdefault((u, pu), []).append((u, v, pu, pv))
+        by_port.setdefault((v, pv), []).append((u, v, pu, pv))
+    out: List[Tuple[str, str, int, int]] = []
+    remaining = set(links.values())
+    while remaining:
+        ready = sorted(l for l in remaining if nxt[l[0]] == l[2] and nxt[l[1]] == l[3])
+        if not ready:
+            raise TopologyError(f"ports: cannot order the links of {topo.name}")
+        for l in ready:
+            if nxt[l[0]] == l[2] and nxt[l[1]] == l[3]:
+                out.append(l)
+                remaining.discard(l)
+                nxt[l[0]] += 1
+                nxt[l[1]] += 1
+    return out
+
+
+def dpid_hex(dpid: int) -> str:
+    """Mininet/OVS datapath id string: 16 lower-case hex digits."""
+    return "%016x" % dpid
+
+
+class DefinedTopo(Topo):
+    """A Mininet Topo built from a :class:`topologies.Topology` (or a spec string).
+
+    Args:
+        definition: a Topology, or a spec for :func:`topologies.build_topology`
+            (``"leafspine:3,3,3"``, ``"fattree:4"``, ``"vl2:4,4,2"``).
+        bw_mbps: if given, switch-side interfaces are shaped to this rate (Mbit/s) with
+            Mininet's TCLink (the network must be created with ``link=TCLink``).
+
+    Raises:
+        TopologyError: bad spec; bw_mbps not positive.
+    """
+
+    def build(self, definition="leafspine:3,3,3", bw_mbps: Optional[float] = None) -> None:
+        topo = definition if isinstance(definition, Topology) else build_topology(definition)
+        if bw_mbps is not None and not bw_mbps > 0:
+            raise TopologyError(f"bw_mbps: must be positive, got {bw_mbps!r}")
+        self.definition = topo
+        g = topo.graph
+        for h in topo.hosts:
+            d = g.nodes[h]
+            self.addHost(h, ip=f"{d['ip']}/{HOST_PREFIX_LEN}", mac=d["mac"])
+        for s in topo.switches:
+            self.addSwitch(s, dpid=dpid_hex(g.nodes[s]["dpid"]), protocols="OpenFlow13")
+        shaped = {} if bw_mbps is None else {"bw": float(bw_mbps)}
+        for u, v, pu, pv in link_order(topo):
+            opts = {}
+            if bw_mbps is not None:
+                opts["params1"] = {} if topo.is_host(u) else dict(shaped)
+                opts["params2"] = {} if topo.is_host(v) else dict(shaped)
+            self.addLink(u, v, port1=pu, port2=pv, **opts)
+
+
+def _spec(kind: str, *args) -> str:
+    return f"{kind}:" + ",".join(str(a) for a in args)
+
+
+#: ``mn --custom mininet_tests/topos.py --topo NAME,ARGS``.
+topos = {
+    "fattree": lambda k=4: DefinedTopo(_spec("fattree", k)),
+    "vl2": lambda da=4, di=4, spt=2: DefinedTopo(_spec("vl2", da, di, spt)),
+    "leafspine": lambda leaves=3, spines=3, hosts=3: DefinedTopo(
+        _spec("leafspine", leaves, spines, hosts)),
+    "spec": lambda spec="leafspine:3,3,3": DefinedTopo(spec),
+}
+
+#: The three topologies the emulation tests run (spec strings for build_topology).
+TEST_TOPOLOGIES = ("fattree:4", "vl2:4,4,2", "leafspine:3,3,3")

@@ -1,0 +1,168 @@
+"""Exactly-N-bytes TCP transfers for the emulation: a receiver and a sender.
+
+Run inside Mininet hosts (one process each, so each has its own PID to stop)::
+
+    python -m mininet_tests.transfer recv --port 5001 --bytes 3962500 --out r.json
+    python -m mininet_tests.transfer send --dst 10.0.0.4 --port 5001 --bytes 3962500 --out s.json
+
+The receiver accepts one connection, counts bytes until it has ``--bytes`` (or the
+peer closes), writes ``{"bytes": n, "first_s": t, "done_s": t, "ok": bool}`` (times
+are ``time.time()`` seconds: all Mininet hosts share the machine's clock) and exits 0
+if it got every byte, 1 otherwise.  The sender retries ``connect`` until the
+receiver listens (``--connect-timeout`` seconds), sends exactly ``--bytes`` bytes of
+zeros with ``sendall`` and records ``{"start_s", "sent_s", "bytes"}``.
+
+A flow's completion time is the receiver's ``done_s``: the moment its last byte
+arrived, which is what the controller's schedule is about.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from typing import Optional, Sequence
+
+#: Bytes per send()/recv() call.
+CHUNK_BYTES = 64 * 1024
+
+
+def _write(path: Optional[str], obj: dict) -> None:
+    if path:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(obj, fh)
+        os.replace(tmp, path)
+
+
+def receive(port: int, nbytes: int, out: Optional[str] = None, bind: str = "0.0.0.0",
+            accept_timeout_s: float = 600.0) -> dict:
+    """Accept one TCP connection on ``port`` and read ``nbytes`` bytes.
+
+    Returns:
+        ``{"bytes": received, "first_s": time of first byte, "done_s": time of the
+        last byte, "ok": received == nbytes}`` (seconds since the epoch), also written
+        to ``out``.
+
+    Raises:
+        OSError: cannot bind, or no connection within ``accept_timeout_s`` seconds.
+    """
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((bind, port))
+    srv.listen(1)
+    srv.settimeout(accept_timeout_s)
+    _write(out + ".ready" if out else None, {"port": port})
+    conn, _ = srv.accept()
+    srv.close()
+    got, first = 0, None
+    buf = bytearray(CHUNK_BYTES)
+    with conn:
+        while got < nbytes:
+            n = conn.recv_into(buf, min(CHUNK_BYTES, nbytes - got))
+            if n == 0:
+                break
+            if first is None:
+                first = time.time()
+            got += n
+        done = time.time()
+    res = {"bytes": got, "first_s": first, "done_s": done, "ok": got == nbytes}
+    _write(out, res)
+    return res
+
+
+def wait_go(go: str, timeout_s: float = 600.0, poll_s: float = 0.002) -> None:
+    """Block until the file ``go`` exists (the runner's start signal).
+
+    Raises:
+        TimeoutError: it did not appear within ``timeout_s`` seconds.
+    """
+    deadline = time.time() + timeout_s
+    while not os.path.exists(go):
+        if time.time() > deadline:
+            raise TimeoutError(f"go: {go} did not appear within {timeout_s} s")
+        time.sleep(poll_s)
+
+
+def send(dst: str, port: int, nbytes: int, out: Optional[str] = None,
+         connect_timeout_s: float = 30.0, go: Optional[str] = None) -> dict:
+    """Connect to ``dst:port`` (retrying) and send exactly ``nbytes`` bytes.
+
+    With ``go``, the process is started ahead of time: it writes ``<out>.armed`` and
+    waits (:func:`wait_go`) for the file ``go`` before connecting, so that Python's
+    start-up time is not part of the flow's completion time.
+
+    Returns:
+        ``{"bytes": nbytes, "start_s": connect time, "sent_s": time the last byte was
+        handed to the kernel}`` (seconds since the epoch), also written to ``out``.
+
+    Raises:
+        OSError: no connection within ``connect_timeout_s`` seconds, or a send error.
+    """
+    if go:
+        _write(out + ".armed" if out else None, {"port": port})
+        wait_go(go)
+    deadline = time.time() + connect_timeout_s
+    while True:
+        try:
+            sock = socket.create_connection((dst, port), timeout=5)
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.05)
+    sock.settimeout(None)
+    start = time.time()
+    zeros = bytes(CHUNK_BYTES)
+    left = nbytes
+    with sock:
+        while left > 0:
+            n = min(left, CHUNK_BYTES)
+            sock.sendall(zeros[:n] if n < CHUNK_BYTES else zeros)
+            left -= n
+        sent = time.time()
+        sock.shutdown(socket.SHUT_WR)
+        try:
+            sock.settimeout(30)
+            while sock.recv(4096):
+                pass
+        except OSError:
+            pass
+    res = {"bytes": nbytes, "start_s": start, "sent_s": sent}
+    _write(out, res)
+    return res
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m mininet_tests.transfer {recv,send} ...``; exit 0 on a full transfer."""
+    ap = argparse.ArgumentParser(prog="transfer")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("recv")
+    r.add_argument("--port", type=int, required=True)
+    r.add_argument("--bytes", type=int, required=True)
+    r.add_argument("--out")
+    s = sub.add_parser("send")
+    s.add_argument("--dst", required=True)
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--bytes", type=int, required=True)
+    s.add_argument("--out")
+    s.add_argument("--connect-timeout", type=float, default=30.0)
+    s.add_argument("--go", help="wait for this file to exist before connecting")
+    a = ap.parse_args(argv)
+    if a.bytes <= 0:
+        print("transfer: --bytes must be positive", file=sys.stderr)
+        return 2
+    if not 1 <= a.port <= 65535:
+        print("transfer: --port must be in 1..65535", file=sys.stderr)
+        return 2
+    if a.cmd == "recv":
+        return 0 if receive(a.port, a.bytes, a.out)["ok"] else 1
+    send(a.dst, a.port, a.bytes, a.out, a.connect_timeout, a.go)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
