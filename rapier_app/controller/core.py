@@ -136,7 +136,7 @@ class Settings:
     header_bytes: int = 66
     finish_slack_bytes: int = 1448
     idle_finish_s: float = 2.0
-    idle_fraction: float = 0.02
+    idle_fraction: float = 0.05
     seed: int = 0
     max_paths: int = 0
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian 12 machine (as root) for the RAPIER controller, the host
+# agent and the Mininet emulation.  Idempotent: a second run skips what is done
+# and takes a few seconds.
+#
+#   bash scripts/install.sh            # from anywhere; acts on this repository
+#
+# What it does:
+#   1. apt: mininet, openvswitch-switch, iperf3, ethtool, iputils-ping, iproute2,
+#      python3-venv (skipped when all are installed already);
+#   2. a venv at <repo>/.venv made with the machine's python3;
+#   3. pip install -e .[test], then Ryu 4.34 and the pins that make it run on
+#      Python 3.11 (requirements-controller.txt): Ryu's setup does not build with
+#      setuptools >= 58, so its build runs with PIP_CONSTRAINT=setuptools<58;
+#      eventlet 0.33.3 + dnspython>=2 (shared/ENVIRONMENT.md);
+#   4. the eventlet.wsgi.ALREADY_HANDLED shim: rapier_app/controller/compat.py is
+#      copied to the venv's site-packages with a .pth line that installs its import
+#      hook, so the unmodified `ryu-manager` command works;
+#   5. /usr/local/bin/ryu-manager -> <repo>/.venv/bin/ryu-manager, so that
+#      `ryu-manager rapier_app.controller` runs from any shell;
+#   6. a smoke check: the controller module imports and ryu-manager starts.
+# Environment: RAPIER_SKIP_APT=1 skips step 1; RAPIER_FORCE_PIP=1 redoes step 3.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO/.venv"
+PY="$VENV/bin/python"
+PIP=("$PY" -m pip --disable-pip-version-check)
+log() { printf '[install] %s\n' "$*"; }
+t_start=$(date +%s)
+
+# -- 1. Debian packages -------------------------------------------------------------
+APT_PKGS=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv
+          python3-pip procps psmisc)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+if [[ "${RAPIER_SKIP_APT:-0}" == "1" ]]; then
+    log "apt: skipped (RAPIER_SKIP_APT=1)"
+elif ((${#missing[@]} == 0)); then
+    log "apt: all packages present"
+else
+    if [[ $EUID -ne 0 ]]; then
+        echo "install.sh: must run as root to apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    log "apt: installing ${missing[*]}"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# -- 2. venv ----------------------------------------------------------------------------
+if [[ ! -x "$PY" ]]; then
+    log "venv: creating $VENV with $(command -v python3) ($(python3 --version))"
+    python3 -m venv "$VENV"
+else
+    log "venv: $VENV exists ($("$PY" --version))"
+fi
+
+# -- 3. Python packages -------------------------------------------------------------------
+STAMP="$VENV/.rapier-install-stamp"
+want_stamp="$(cat "$REPO/setup.py" "$REPO/requirements-controller.txt" "$0" | sha256sum | cut -d' ' -f1)"
+if [[ "${RAPIER_FORCE_PIP:-0}" != "1" && -f "$STAMP" && "$(cat "$STAMP")" == "$want_stamp" ]] \
+        && "$PY" -c "import ryu, eventlet, rapier_app, topologies, pytest" 2>/dev/null; then
+    log "pip: up to date"
+else
+    log "pip: installing the project (editable, with test extras)"
+    "${PIP[@]}" install -q -e "$REPO[test]"
+    log "pip: installing ryu 4.34 (built with setuptools<58)"
+    constraint="$(mktemp)"
+    echo 'setuptools<58' > "$constraint"
+    PIP_CONSTRAINT="$constraint" "${PIP[@]}" install -q "ryu==4.34"
+    rm -f "$constraint"
+    log "pip: installing the controller's pins (eventlet 0.33.3, dnspython>=2, pyroute2)"
+    "${PIP[@]}" install -q -r "$REPO/requirements-controller.txt"
+    echo "$want_stamp" > "$STAMP"
+fi
+
+# -- 4. eventlet.wsgi.ALREADY_HANDLED shim for ryu-manager -------------------------------
+SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+cp "$REPO/rapier_app/controller/compat.py" "$SITE/rapier_ryu_compat.py"
+echo "import rapier_ryu_compat; rapier_ryu_compat.install_import_hook()" \
+    > "$SITE/rapier_ryu_compat.pth"
+log "shim: $SITE/rapier_ryu_compat.pth"
+
+# -- 5. ryu-manager on PATH ------------------------------------------------------------
+if [[ $EUID -eq 0 ]]; then
+    link=/usr/local/bin/ryu-manager
+    if [[ ! -e "$link" || -L "$link" ]]; then
+        ln -sfn "$VENV/bin/ryu-manager" "$link"
+        log "path: $link -> $VENV/bin/ryu-manager"
+    else
+        log "path: $link exists and is not a symlink; left alone (use $VENV/bin/ryu-manager)"
+    fi
+fi
+
+# -- 6. smoke check -------------------------------------------------------------------------
+"$PY" -c "import rapier_app.controller as c; assert hasattr(c, 'RapierController')"
+ver="$("$VENV/bin/ryu-manager" --version 2>&1)" || {
+    echo "install.sh: ryu-manager does not start: $ver" >&2; exit 1; }
+log "controller: ok ($ver)"
+
+# -- agent / emulation section (owned by the agent/Mininet engineer; append below) ------
+
+log "done in $(( $(date +%s) - t_start )) s"
