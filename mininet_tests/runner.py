@@ -204,22 +204,23 @@ class RunResult:
 # ---------------------------------------------------------------------------------
 # the emulation
 # ---------------------------------------------------------------------------------
-def controller_config(topology: str, scheduler: str, link_bps: Optional[float], rest_port: int,
+def controller_config(topology: str, scheduler: str, link_bps: Optional[float],
                       agent_url: str, extra: Optional[Dict[str, object]] = None) -> str:
-    """The ryu-manager config file (oslo.config INI, ``[DEFAULT]`` section).
+    """The ryu-manager config file: oslo.config INI, the controller's ``[rapier]`` group.
 
     Args:
         topology: spec for :func:`topologies.build_topology`.
-        scheduler: scheduler name.  link_bps: emulated link speed, bit/s.
-        rest_port: REST port.  agent_url: template with ``{host}``; empty for none.
-        extra: further options, written as ``key = value``.
+        scheduler: scheduler name.  link_bps: emulated link speed in bit/s (None: the
+            definition's).  agent_url: agent URL template with ``{host}``; empty for
+            no agents (no rate enforcement).
+        extra: further ``[rapier]`` options (see configs/rapier.conf).
     """
-    opts = {"topology": topology, "scheduler": scheduler, "wsapi_port": rest_port,
-            "agent_url": agent_url}
+    opts: Dict[str, object] = {"topology": topology, "scheduler": scheduler,
+                               "agent_url": agent_url}
     if link_bps is not None:
         opts["link_bps"] = float(link_bps)
     opts.update(extra or {})
-    lines = ["[DEFAULT]"] + [f"{k} = {v}" for k, v in opts.items()]
+    lines = ["[rapier]"] + [f"{k} = {v}" for k, v in opts.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -364,10 +365,11 @@ class Emulation:
     def _start_ryu(self) -> None:
         conf = os.path.join(self.workdir, "controller.conf")
         with open(conf, "w") as fh:
-            fh.write(controller_config(self.topology, self.scheduler,
-                                       None if self.bw_mbps is None else self.bw_mbps * 1e6,
-                                       self.rest_port, f"unix:{self.agent_dir}/{{host}}.sock",
-                                       self.controller_opts))
+            fh.write(controller_config(
+                self.topology, self.scheduler,
+                None if self.bw_mbps is None else self.bw_mbps * 1e6,
+                f"unix:{self.agent_dir}/{{host}}.sock" if self.enforce else "",
+                self.controller_opts))
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
         cmd = [_venv_bin("ryu-manager"), "--config-file", conf,
                "--ofp-tcp-listen-port", str(self.of_port),
@@ -398,16 +400,22 @@ class Emulation:
             return ""
 
     def _wait_switches_connected(self, timeout_s: float = 30.0) -> None:
-        """Wait until every bridge reports ``is_connected`` to its controller."""
+        """Wait until the controller's /health counts every configured switch connected."""
         deadline = time.time() + timeout_s
-        n = len(self.net.switches)
+        obj = None
         while time.time() < deadline:
-            out = subprocess.run(["ovs-vsctl", "--timeout=5", "--columns=is_connected",
-                                  "list", "Controller"], capture_output=True, text=True)
-            if out.stdout.count("true") >= n:
-                return
+            if self.ryu is not None and self.ryu.poll() is not None:
+                raise EmulationError(f"ryu-manager exited with {self.ryu.returncode}:\n"
+                                     f"{self._tail('ryu.log')}")
+            try:
+                st, obj = client.request(self.rest, "GET", REST_PREFIX + "/health", timeout=2)
+                if st == 200 and obj["switches_connected"] >= obj["switches_configured"]:
+                    return
+            except (OSError, KeyError, TypeError):
+                pass
             time.sleep(0.3)
-        raise EmulationError(f"switches did not connect to the controller within {timeout_s} s")
+        raise EmulationError(f"switches did not all connect to the controller within "
+                             f"{timeout_s} s (last /health: {obj})")
 
     def _start_agents(self) -> None:
         os.makedirs(self.agent_dir, exist_ok=True)
