@@ -62,7 +62,8 @@ fi
 
 # -- 3. Python packages -------------------------------------------------------------------
 STAMP="$VENV/.rapier-install-stamp"
-want_stamp="$(cat "$REPO/setup.py" "$REPO/requirements-controller.txt" "$0" | sha256sum | cut -d' ' -f1)"
+want_stamp="$(cat "$REPO/setup.py" "$REPO/requirements-controller.txt" "$REPO/scripts/install.sh" \
+    | sha256sum | cut -d' ' -f1)"
 if [[ "${RAPIER_FORCE_PIP:-0}" != "1" && -f "$STAMP" && "$(cat "$STAMP")" == "$want_stamp" ]] \
         && "$PY" -c "import ryu, eventlet, rapier_app, topologies, pytest" 2>/dev/null; then
     log "pip: up to date"
