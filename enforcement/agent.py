@@ -125,6 +125,9 @@ class Enforcer:
                 self._recover()
                 raise TcError(str(exc)) from None
             self.state = new
+            if cmds:
+                LOG.info("limits now: %s", ", ".join(
+                    f"{l.flow_id}={l.rate_bps / 1e6:.3f}Mbit/s" for l in new.limits()) or "none")
             return len(cmds) if self.enforce else 0
 
     def _recover(self) -> None:

@@ -38,7 +38,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from enforcement import client
 
@@ -84,6 +84,15 @@ def _venv_bin(name: str) -> str:
         raise EmulationError(f"{name}: not found next to {sys.executable} nor on PATH "
                              f"(run scripts/install.sh)")
     return found
+
+
+def free_tcp_port() -> int:
+    """A TCP port that is free on 127.0.0.1 right now (the kernel's choice)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def ovs_running() -> bool:
@@ -235,8 +244,9 @@ class Emulation:
         enforce: start agents that enforce rates (False: ``--no-enforce``).
         workdir: directory for logs and transfer records (default: a new temp dir
             under /tmp/rapier-emu).
-        rest_port, of_port: controller REST and OpenFlow ports.
-        agent_dir: directory of the agents' Unix sockets.
+        rest_port, of_port: controller REST and OpenFlow ports (default: free ports
+            picked at start, so that runs do not collide with a controller on 8080/6653).
+        agent_dir: directory of the agents' Unix sockets (default ``<workdir>/agents``).
         controller_opts: extra controller options (e.g. ``{"delta_s": 5}``).
         start_controller: False to run without ryu-manager (tests of the agent alone;
             the network then has no forwarding until rules are added).
@@ -247,8 +257,8 @@ class Emulation:
 
     def __init__(self, topology: str = "leafspine:3,3,3", scheduler: str = "rapier",
                  bw_mbps: Optional[float] = 20.0, enforce: bool = True,
-                 workdir: Optional[str] = None, rest_port: int = 8080, of_port: int = 6653,
-                 agent_dir: str = "/tmp/rapier-agents",
+                 workdir: Optional[str] = None, rest_port: Optional[int] = None,
+                 of_port: Optional[int] = None, agent_dir: Optional[str] = None,
                  controller_opts: Optional[Dict[str, object]] = None,
                  start_controller: bool = True):
         self.topology = topology
@@ -258,9 +268,9 @@ class Emulation:
         os.makedirs("/tmp/rapier-emu", exist_ok=True)
         self.workdir = workdir or tempfile.mkdtemp(prefix=f"{scheduler}-", dir="/tmp/rapier-emu")
         os.makedirs(self.workdir, exist_ok=True)
-        self.rest_port = rest_port
-        self.of_port = of_port
-        self.agent_dir = agent_dir
+        self.rest_port = rest_port or free_tcp_port()
+        self.of_port = of_port or free_tcp_port()
+        self.agent_dir = agent_dir or os.path.join(self.workdir, "agents")
         self.controller_opts = dict(controller_opts or {})
         self.start_controller = start_controller
         self.topo = DefinedTopo(topology, bw_mbps=bw_mbps)
@@ -506,7 +516,8 @@ class Emulation:
         self.transfers.append(p)
         return p
 
-    def run_coflows(self, coflows: Sequence, timeout_s: float = 300.0) -> RunResult:
+    def run_coflows(self, coflows: Sequence, timeout_s: float = 300.0,
+                    monitor: Optional[Callable[[float], None]] = None) -> RunResult:
         """Run coflows (``CoflowSpec`` objects) and measure their CCTs.
 
         Before the clock starts, one receiver and one (waiting) sender per flow are
@@ -515,6 +526,9 @@ class Emulation:
         REST and its senders are released.  Flow sizes are rounded to whole bytes.
         Arrival is the submission time; a flow finishes when its receiver has every
         byte; CCT = last flow's finish - arrival.
+
+        ``monitor(elapsed_s)``, if given, is called about every 50 ms while flows run
+        (tests use it to read rules and rates back during the transfers).
 
         Returns:
             RunResult with per-flow and per-coflow times (seconds from the start).
@@ -564,15 +578,24 @@ class Emulation:
                 open(procs[f.flow_id][2] + ".go", "w").close()
             results.append(CoflowResult(c.coflow_id, arrival, None, None))
         deadline = t0 + timeout_s
-        for fid, (rp, sp, base, n) in procs.items():
-            try:
-                rp.wait(max(deadline - time.time(), 0.1))
-            except subprocess.TimeoutExpired:
-                raise EmulationError(f"flow {fid}: not finished within {timeout_s} s "
-                                     f"(see {tdir})") from None
-            if rp.returncode != 0:
-                raise EmulationError(f"flow {fid}: receiver exited {rp.returncode}: "
-                                     f"{rp.stderr.read().decode(errors='replace')[-500:]}")
+        pending = dict(procs)
+        while pending:
+            for fid in list(pending):
+                rp = pending[fid][0]
+                if rp.poll() is None:
+                    continue
+                if rp.returncode != 0:
+                    raise EmulationError(f"flow {fid}: receiver exited {rp.returncode}: "
+                                         f"{rp.stderr.read().decode(errors='replace')[-500:]}")
+                del pending[fid]
+            if not pending:
+                break
+            if time.time() > deadline:
+                raise EmulationError(f"flows {sorted(pending)}: not finished within "
+                                     f"{timeout_s} s (see {tdir})")
+            if monitor is not None:
+                monitor(time.time() - t0)
+            time.sleep(0.05)
         wall = time.time() - t0
         by_id = {c.coflow_id: c for c in results}
         for c in order:

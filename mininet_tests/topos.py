@@ -45,11 +45,14 @@ HOST_PREFIX_LEN = 8
 
 
 def link_order(topo: Topology) -> List[Tuple[str, str, int, int]]:
-    """The definition's links as ``(u, v, port_u, port_v)`` in the order they were added.
+    """The definition's links as ``(u, v, port_u, port_v)`` in an order consistent with
+    the order they were added.
 
-    Port numbers on every node count up from 1 in link-add order, so the add order is
-    recovered by repeatedly taking a link whose two ports are the next unused ports
-    of its two ends (ties broken by name, which cannot change any port number).
+    Port numbers on every node count up from 1 in link-add order; the links are
+    taken in rounds, each round every link whose two ports are the next unused
+    ports of its two ends (sorted by name).  Links of one round share no node, so
+    their relative order cannot change any port number, and Mininet, given the
+    explicit ports, numbers every interface exactly as the definition does.
 
     Raises:
         TopologyError: the ports are not numbered 1..n per node (not a builder's topology).
