@@ -135,6 +135,7 @@ class RapierController(app_manager.RyuApp):
         self._stats_parts: Dict[int, list] = {}
         self._pending: "OrderedDict[str, Any]" = OrderedDict()
         self._push_event = hub.Event()
+        self._agents_down: set = set()
         self._last_retry = 0.0
         self._reported_missing = False
         kwargs["wsgi"].register(RapierRestController, {APP_KEY: self})
@@ -320,8 +321,14 @@ class RapierController(app_manager.RyuApp):
             try:
                 agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s)
                 LOG.debug("agent %s: %d limits pushed", host, len(push.flows))
+                if host in self._agents_down:
+                    self._agents_down.discard(host)
+                    LOG.info("agent %s reachable again", host)
             except agent_client.AgentError as exc:
-                LOG.warning("agent %s unreachable or refused the rate set: %s", host, exc)
+                # Warn once per outage; retries (every 5 s) log at debug level.
+                level = logging.DEBUG if host in self._agents_down else logging.WARNING
+                LOG.log(level, "agent %s unreachable or refused the rate set: %s", host, exc)
+                self._agents_down.add(host)
                 self.core.push_failed(host)
 
     def _push_loop(self) -> None:
