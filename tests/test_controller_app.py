@@ -186,6 +186,8 @@ def test_switch_connect_clears_then_installs_defaults(app):
     sent = dps["l1"].sent
     assert isinstance(sent[0], ofproto_v1_3_parser.OFPFlowMod)
     assert sent[0].command == ofproto_v1_3.OFPFC_DELETE and sent[0].table_id == ofproto_v1_3.OFPTT_ALL
+    # Only our rules go (Ryu's LLDP rule for --observe-links has cookie 0).
+    assert (sent[0].cookie, sent[0].cookie_mask) == (COOKIE_TAG, COOKIE_TAG_MASK)
     assert isinstance(sent[1], ofproto_v1_3_parser.OFPGroupMod)
     assert sent[1].command == ofproto_v1_3.OFPGC_DELETE
     groups = [m for m in sent[2:] if isinstance(m, ofproto_v1_3_parser.OFPGroupMod)]

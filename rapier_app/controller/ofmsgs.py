@@ -81,10 +81,15 @@ def message_for(dp, item):
 
 
 def clear_switch(dp) -> List[Any]:
-    """Messages that empty table 0 of our rules' kind (all flows) and all groups,
-    used when a switch connects so that stale rules from an earlier run go."""
+    """Messages that delete every flow carrying our cookie tag (all tables) and every
+    group, sent when a switch connects so that stale rules of an earlier run go.
+
+    Flows of other apps (Ryu's LLDP rule for ``--observe-links``, cookie 0) are left
+    alone: they may be installed before or after this message.
+    """
     ofp, parser = dp.ofproto, dp.ofproto_parser
-    return [parser.OFPFlowMod(datapath=dp, cookie=0, cookie_mask=0, table_id=ofp.OFPTT_ALL,
+    return [parser.OFPFlowMod(datapath=dp, cookie=COOKIE_TAG, cookie_mask=COOKIE_TAG_MASK,
+                              table_id=ofp.OFPTT_ALL,
                               command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY,
                               out_group=ofp.OFPG_ANY, match=parser.OFPMatch()),
             parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL, []),
