@@ -19,7 +19,8 @@
 #   5. /usr/local/bin/ryu-manager -> <repo>/.venv/bin/ryu-manager, so that
 #      `ryu-manager rapier_app.controller` runs from any shell;
 #   6. a smoke check: the controller module imports and ryu-manager starts.
-# Environment: RAPIER_SKIP_APT=1 skips step 1; RAPIER_FORCE_PIP=1 redoes step 3.
+# Environment: RAPIER_SKIP_APT=1 skips step 1; RAPIER_FORCE_PIP=1 redoes step 3;
+# RAPIER_LINK_BIN=0 skips step 5 (e.g. for a second checkout on the same machine).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -88,7 +89,7 @@ echo "import rapier_ryu_compat; rapier_ryu_compat.install_import_hook()" \
 log "shim: $SITE/rapier_ryu_compat.pth"
 
 # -- 5. ryu-manager on PATH ------------------------------------------------------------
-if [[ $EUID -eq 0 ]]; then
+if [[ $EUID -eq 0 && "${RAPIER_LINK_BIN:-1}" == "1" ]]; then
     link=/usr/local/bin/ryu-manager
     if [[ ! -e "$link" || -L "$link" ]]; then
         ln -sfn "$VENV/bin/ryu-manager" "$link"
