@@ -50,6 +50,8 @@ OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 OVS_RUNDIR = "/var/run/openvswitch"
 OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
 REST_PREFIX = "/rapier/v1"
+#: Period (s) at which a run polls the controller's schedule for its timeline.
+SCHEDULE_POLL_S = 0.25
 
 
 class EmulationError(RuntimeError):
@@ -182,11 +184,17 @@ class CoflowResult:
 
 @dataclass
 class RunResult:
-    """One scheduler's run of a workload."""
+    """One scheduler's run of a workload.
+
+    ``schedule_timeline``: the controller's allocations (path, rate in bit/s per flow)
+    each time they changed, polled every :data:`SCHEDULE_POLL_S` seconds, with the
+    time ``t_s`` (seconds from the start) at which the change was seen.
+    """
 
     scheduler: str
     coflows: List[CoflowResult]
     wall_s: float
+    schedule_timeline: List[dict] = field(default_factory=list)
 
     @property
     def ccts(self) -> List[float]:
@@ -207,7 +215,8 @@ class RunResult:
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"scheduler": self.scheduler, "wall_s": self.wall_s,
-                "coflows": [asdict(c) for c in self.coflows]}
+                "coflows": [asdict(c) for c in self.coflows],
+                "schedule_timeline": self.schedule_timeline}
 
 
 # ---------------------------------------------------------------------------------
@@ -286,6 +295,12 @@ class Emulation:
     def __enter__(self) -> "Emulation":
         try:
             self.start()
+        except EmulationError:
+            self.stop()
+            raise
+        except Exception as exc:  # Mininet/OVS failures: stop, then report as ours
+            self.stop()
+            raise EmulationError(f"start-up failed: {type(exc).__name__}: {exc}") from exc
         except BaseException:
             self.stop()
             raise
@@ -516,8 +531,46 @@ class Emulation:
         self.transfers.append(p)
         return p
 
+    def _record_schedule(self, timeline: List[dict], t: float) -> None:
+        """Append the controller's allocations to ``timeline`` when they changed."""
+        try:
+            st, sch = client.request(self.rest, "GET", REST_PREFIX + "/schedule", timeout=2)
+        except OSError:
+            return
+        if st != 200 or not isinstance(sch, dict):
+            return
+        alloc = {fid: {"path": a.get("path"), "rate_bps": a.get("rate_bps")}
+                 for fid, a in sorted((sch.get("allocations") or {}).items())}
+        if not timeline or timeline[-1]["allocations"] != alloc:
+            timeline.append({"t_s": t, "allocations": alloc})
+
+    def warm_up(self) -> float:
+        """Submit and cancel a throw-away coflow (id ``warmup``) before the clock starts.
+
+        The controller's first scheduling call is much slower than the next ones
+        (imports and solver set-up: 0.8 s against 15 ms measured); without this, the
+        first coflow's submission would delay the coflows that arrive with it, and the
+        emulated scenario would no longer be the simulated one.  No packet is sent.
+
+        Returns:
+            Seconds the warm-up submission took.
+
+        Raises:
+            EmulationError: the controller refused the submission or the cancel.
+        """
+        h = self.definition.hosts
+        t = time.time()
+        self.submit({"id": "warmup", "flows": [{"src": h[0], "dst": h[-1],
+                                                "size_bytes": 1_000_000, "dst_port": 9}]})
+        took = time.time() - t
+        st, obj = client.request(self.rest, "DELETE", f"{REST_PREFIX}/coflows/warmup", timeout=30)
+        if st != 200:
+            raise EmulationError(f"DELETE /coflows/warmup: {st} {obj}")
+        return took
+
     def run_coflows(self, coflows: Sequence, timeout_s: float = 300.0,
-                    monitor: Optional[Callable[[float], None]] = None) -> RunResult:
+                    monitor: Optional[Callable[[float], None]] = None,
+                    warm_up: bool = True) -> RunResult:
         """Run coflows (``CoflowSpec`` objects) and measure their CCTs.
 
         Before the clock starts, one receiver and one (waiting) sender per flow are
@@ -528,7 +581,8 @@ class Emulation:
         byte; CCT = last flow's finish - arrival.
 
         ``monitor(elapsed_s)``, if given, is called about every 50 ms while flows run
-        (tests use it to read rules and rates back during the transfers).
+        (tests use it to read rules and rates back during the transfers).  With
+        ``warm_up`` (and a controller), :meth:`warm_up` runs before the clock starts.
 
         Returns:
             RunResult with per-flow and per-coflow times (seconds from the start).
@@ -563,6 +617,8 @@ class Emulation:
         for fid, (rp, sp, base, _) in procs.items():
             _wait_file(base + ".recv.json.ready", 30.0, rp)
             _wait_file(base + ".send.json.armed", 30.0, sp)
+        if warm_up and self.start_controller:
+            LOG.info("controller warm-up submission took %.3f s", self.warm_up())
         t0 = time.time()
         results: List[CoflowResult] = []
         for c in order:
@@ -579,6 +635,8 @@ class Emulation:
             results.append(CoflowResult(c.coflow_id, arrival, None, None))
         deadline = t0 + timeout_s
         pending = dict(procs)
+        timeline: List[dict] = []
+        next_poll = 0.0
         while pending:
             for fid in list(pending):
                 rp = pending[fid][0]
@@ -595,6 +653,9 @@ class Emulation:
                                      f"{timeout_s} s (see {tdir})")
             if monitor is not None:
                 monitor(time.time() - t0)
+            if self.start_controller and time.time() >= next_poll:
+                next_poll = time.time() + SCHEDULE_POLL_S
+                self._record_schedule(timeline, time.time() - t0)
             time.sleep(0.05)
         wall = time.time() - t0
         by_id = {c.coflow_id: c for c in results}
@@ -617,7 +678,7 @@ class Emulation:
         for p in list(self.transfers):
             _quiet(stop_pid, p, "transfer", 2.0)
         self.transfers = []
-        res = RunResult(self.scheduler, results, wall)
+        res = RunResult(self.scheduler, results, wall, timeline)
         with open(os.path.join(self.workdir, "result.json"), "w") as fh:
             json.dump(res.to_dict(), fh, indent=1)
         return res
