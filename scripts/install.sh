@@ -106,5 +106,19 @@ ver="$("$VENV/bin/ryu-manager" --version 2>&1)" || {
 log "controller: ok ($ver)"
 
 # -- agent / emulation section (owned by the agent/Mininet engineer; append below) ------
+# Mininet's Python library for the venv (Debian's package installs it only for
+# /usr/bin/python3); PyPI 2.3.0.dev6 uses Debian's mnexec (shared/ENVIRONMENT.md).
+if ! "$PY" -c "import mininet.net, mininet.node, mininet.link" 2>/dev/null; then
+    log "emulation: pip install mininet==2.3.0.dev6 into the venv"
+    "${PIP[@]}" install -q "mininet==2.3.0.dev6"
+else
+    log "emulation: mininet importable in the venv"
+fi
+for tool in mnexec ovs-vsctl ovs-ofctl tc ethtool iperf3 ping; do
+    command -v "$tool" >/dev/null || { echo "install.sh: $tool missing (apt step)" >&2; exit 1; }
+done
+"$PY" -m enforcement.agent --help >/dev/null
+"$PY" -c "import mininet_tests.topos, mininet_tests.runner, mininet_tests.emulate"
+log "emulation: ok (rapier-agent, rapier-emulate, mininet $("$PY" -c 'import mininet.net as n; print(n.VERSION)'))"
 
 log "done in $(( $(date +%s) - t_start )) s"
