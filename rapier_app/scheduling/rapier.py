@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -68,6 +69,9 @@ from .base import Scheduler, SchedulerError, register
 
 BITS = 8.0
 MEGA = 1e6
+
+#: topology -> {(src, dst, max_paths): (paths, link matrix)}; topologies are frozen.
+_PAIR_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class LPError(RuntimeError):
@@ -86,6 +90,9 @@ class CoflowPlan:
             when the LP was skipped because every flow had a single usable path.
         links: link indices of all the coflow's candidate paths.
         build_s, solve_s: LP build and solve wall times in seconds.
+        load_links, load_bits: the links the chosen routes cross (int array) and the
+            bits routed over each (float array, same length): model (2)'s alpha on
+            residual R is min(R[load_links] / load_bits).
     """
 
     t_s: float
@@ -95,26 +102,62 @@ class CoflowPlan:
     links: np.ndarray
     build_s: float = 0.0
     solve_s: float = 0.0
+    load_links: Optional[np.ndarray] = None
+    load_bits: Optional[np.ndarray] = None
+
+
+def route_load(topology: Topology, paths: Sequence[tuple],
+               volumes_bits: Sequence[float]) -> Tuple[np.ndarray, np.ndarray]:
+    """Bits each link carries when flow j (``volumes_bits[j]`` bits) takes ``paths[j]``.
+
+    Returns:
+        (links, bits): the loaded link indices (sorted int array) and their loads in
+        bits (float array).  Sums run in flow order (so results are bit-identical
+        however often they are recomputed).
+    Source: RAPIER Section IV-A, the left side of (2a) with x fixed.
+    """
+    if not len(paths):
+        return np.zeros(0, np.int64), np.zeros(0)
+    pl = [topology.path_links(p) for p in paths]
+    lens = np.fromiter((len(a) for a in pl), dtype=np.int64, count=len(pl))
+    idx = np.concatenate(pl)
+    w = np.repeat(np.asarray(volumes_bits, dtype=float), lens)
+    load = np.bincount(idx, weights=w, minlength=len(topology.capacity))
+    links = np.flatnonzero(load > 0)
+    return links, load[links]
+
+
+def alpha_from_load(load_links: np.ndarray, load_bits: np.ndarray,
+                    residual: np.ndarray) -> float:
+    """Model (2) with fixed routes: alpha = min_l R_l / load_l over loaded links (1/s).
+
+    ``residual`` in bit/s, loads in bits; negative residuals count as 0; inf when no
+    link is loaded.  Source: RAPIER Section IV-A, model (2) (Alg. 2 line 8).
+    """
+    if not len(load_links):
+        return math.inf
+    return float(np.min(np.maximum(residual[load_links], 0.0) / load_bits))
 
 
 def fixed_route_alpha(topology: Topology, flows: Sequence[FlowState], routes: Dict[str, tuple],
                       residual: np.ndarray, volumes_bits: Sequence[float]) -> float:
     """Optimum of model (2) for fixed routes: max alpha with alpha * load_l <= R_l.
 
-    Returns alpha in 1/s (0 when a loaded link has no residual capacity).
+    Args:
+        flows: the coflow's flows; routes: flow_id -> path; residual: R_l in bit/s;
+        volumes_bits: per flow, its volume in bits (same order as ``flows``).
+
+    Returns alpha in 1/s (0 when a loaded link has no residual capacity; inf when no
+    link is loaded).
     Source: RAPIER Section IV-A, model (2) with x fixed (Alg. 2 line 8).
     """
-    load = np.zeros(len(residual))
-    for f, v in zip(flows, volumes_bits):
-        load[topology.path_links(routes[f.flow_id])] += v
-    used = load > 0
-    if not used.any():
-        return math.inf
-    return float(np.min(np.maximum(residual[used], 0.0) / load[used]))
+    links, bits = route_load(topology, [routes[f.flow_id] for f in flows], volumes_bits)
+    return alpha_from_load(links, bits, residual)
 
 
 def _lp4_arrays(topology: Topology, volumes_bits: Sequence[float],
-                paths: Sequence[Sequence[tuple]], residual: np.ndarray):
+                paths: Sequence[Sequence[tuple]], residual: np.ndarray,
+                link_mats: Optional[Sequence[np.ndarray]] = None):
     """Sparse arrays of LP (4) for one coflow, in the reference variable/row order.
 
     Columns: alpha (0), then m_jk flow by flow, path by path.  Rows: one (4b) row per
@@ -129,10 +172,14 @@ def _lp4_arrays(topology: Topology, volumes_bits: Sequence[float],
     n_paths = np.fromiter((len(ps) for ps in paths), dtype=np.int64, count=n)
     P = int(n_paths.sum())
     var_flow = np.repeat(np.arange(n), n_paths)
-    flat = [p for ps in paths for p in ps]
-    pl = [topology.path_links(p) for p in flat]
-    plen = np.fromiter((len(a) for a in pl), dtype=np.int64, count=P)
-    links = np.concatenate(pl) if P else np.zeros(0, np.int64)
+    if link_mats is not None:  # per flow: paths x hops link indices (same order)
+        plen = np.repeat(np.fromiter((m.shape[1] for m in link_mats), dtype=np.int64,
+                                     count=n), n_paths)
+        links = np.concatenate([m.ravel() for m in link_mats]) if P else np.zeros(0, np.int64)
+    else:
+        pl = [topology.path_links(p) for ps in paths for p in ps]
+        plen = np.fromiter((len(a) for a in pl), dtype=np.int64, count=P)
+        links = np.concatenate(pl) if P else np.zeros(0, np.int64)
     var_of_entry = np.repeat(np.arange(1, P + 1), plen)
     vol_m = np.asarray(volumes_bits, dtype=float) / MEGA
     coef = vol_m[var_flow][var_of_entry - 1]
@@ -151,7 +198,8 @@ def _lp4_arrays(topology: Topology, volumes_bits: Sequence[float],
 
 def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
               paths: Sequence[Sequence[tuple]], residual: np.ndarray,
-              solver_name: str = "GLOP", time_limit_s: Optional[float] = None
+              solver_name: str = "GLOP", time_limit_s: Optional[float] = None,
+              link_mats: Optional[Sequence[np.ndarray]] = None
               ) -> Tuple[float, List[np.ndarray], float, float]:
     """Solve the LP relaxation (4) of RAPIER for one coflow.
 
@@ -169,6 +217,9 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
         residual: R_l per link in bit/s (length = number of links).
         solver_name: OR-Tools solver id ("GLOP" default, "PDLP", "CLP", ...).
         time_limit_s: optional solver time limit in seconds.
+        link_mats: optional, per flow, the link indices of its paths as a
+            (paths x hops) int array in the order of ``paths`` (saves the per-path
+            lookups; the model is the same).
 
     Returns:
         (alpha in 1/s, per-flow arrays of m_jk in 1/s, build seconds, solve seconds).
@@ -187,7 +238,7 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
 
     t0 = time.perf_counter()
     rows, cols, vals, n_rows, n_cols, row_ub, var_flow, n_paths = _lp4_arrays(
-        topology, volumes_bits, paths, residual)
+        topology, volumes_bits, paths, residual, link_mats)
     n = len(paths)
     mat = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_cols))
     row_lb = np.concatenate([np.zeros(n), np.full(n_rows - n, -np.inf)])
@@ -268,21 +319,32 @@ class Rapier(Scheduler):
     Args:
         topology, seed, max_paths: see :class:`~rapier_app.scheduling.base.Scheduler`.
         delta_s: starvation threshold delta in seconds (Alg. 1 line 7).
-        solver: OR-Tools LP solver id for (4), "GLOP" by default.
+        solver: OR-Tools LP solver id for (4), "GLOP" by default (chosen by
+            measurement: ``rapier-bench``; PDLP is slower and rounds worse).
         lp_time_limit_s: time limit per LP solve in seconds (None: no limit).
         route_on: capacities that LP (4) routes on: ``"residual"`` (R of Alg. 1,
             the paper's text) or ``"full"`` (each coflow routed as in an empty network,
             rates from model (2) on the residual capacities).
+        fast: True (default) for the exact fast path: an LP is solved again only
+            when its inputs changed (a coflow's LP on full capacities depends only on
+            its remaining volumes, so it is reused within a pass and across passes
+            while those volumes are bit-identical; with ``route_on="residual"`` only
+            coflows whose candidate links lost capacity are re-solved), and model (2)
+            is re-evaluated only for coflows whose routed links lost capacity.
+            False: the literal Algorithm 1, which re-runs Algorithm 2 (LP and all)
+            for every pending coflow in every round.  Both give the same schedule
+            (tests/test_rapier_fast.py).
 
     Raises:
-        SchedulerError: delta_s negative, lp_time_limit_s not positive.
+        SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on.
     """
 
     clairvoyant = True
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  delta_s: float = 10.0, solver: str = "GLOP",
-                 lp_time_limit_s: Optional[float] = None, route_on: str = "full"):
+                 lp_time_limit_s: Optional[float] = None, route_on: str = "full",
+                 fast: bool = True):
         super().__init__(topology, seed, max_paths)
         if route_on not in ("residual", "full"):
             raise SchedulerError(f"route_on: must be 'residual' or 'full', got {route_on!r}")
@@ -294,47 +356,125 @@ class Rapier(Scheduler):
         self.delta_s = float(delta_s)
         self.solver = solver
         self.lp_time_limit_s = lp_time_limit_s
+        self.fast = bool(fast)
         self._last_served: Dict[str, float] = {}
         self._served_prev: set = set()
-        self.stats = {"lp_solves": 0, "lp_build_s": 0.0, "lp_solve_s": 0.0, "passes": 0}
+        # coflow_id -> (volume key, routes, lp_alpha, build_s, solve_s): routing by (4)
+        # on the full capacities, valid while the remaining volumes are identical.
+        self._full_routes: Dict[str, tuple] = {}
+        # (src, dst, max_paths) -> (candidate paths, 2-D link-index array or None if
+        # ragged); shared by every RAPIER instance on the same topology object.
+        self._cand: Dict[tuple, tuple] = _PAIR_CACHE.setdefault(topology, {})
+        self.stats = {"lp_solves": 0, "lp_build_s": 0.0, "lp_solve_s": 0.0, "passes": 0,
+                      "lp_reused": 0}
+
+    # -- helpers --------------------------------------------------------------------
+    def _candidates(self, f: FlowState) -> tuple:
+        """(candidate paths, link matrix paths x hops or None if the paths differ in
+        length) of a flow, cached per (src, dst) pair."""
+        key = (f.src, f.dst, self.max_paths)
+        got = self._cand.get(key)
+        if got is None:
+            ps = self.candidates(f)
+            arrs = [self.topology.path_links(p) for p in ps]
+            mat = np.array(arrs, dtype=np.int64) if len({len(a) for a in arrs}) == 1 else None
+            got = (ps, mat)
+            self._cand[key] = got
+        return got
+
+    def _route_by_lp(self, flows: Sequence[FlowState], vols: List[float],
+                     usable: List[List[tuple]], lp_cap: np.ndarray,
+                     link_mats: Optional[list] = None) -> tuple:
+        """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` and round. Returns
+        (routes, lp_alpha, build_s, solve_s)."""
+        if all(len(ps) == 1 for ps in usable):
+            return {f.flow_id: ps[0] for f, ps in zip(flows, usable)}, None, 0.0, 0.0
+        lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
+                                                   self.solver, self.lp_time_limit_s,
+                                                   link_mats)
+        self.stats["lp_solves"] += 1
+        self.stats["lp_build_s"] += build_s
+        self.stats["lp_solve_s"] += solve_s
+        routes = self.round_routes(flows, vols, usable, ms, lp_cap)
+        return routes, lp_alpha, build_s, solve_s
+
+    def round_routes(self, flows: Sequence[FlowState], vols: List[float],
+                     usable: List[List[tuple]], ms: List[np.ndarray],
+                     lp_cap: np.ndarray) -> Dict[str, tuple]:
+        """Alg. 2 lines 3-7: each flow takes the path of its largest m_jk (first on
+        ties).  Subclasses may improve the rounding (``rapier-ls``).
+
+        Args: flows, their volumes in bits, usable candidate paths, LP values m_jk
+        (1/s), the capacities (bit/s) the LP routed on.  Returns flow_id -> path.
+        """
+        return {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(flows, usable, ms)}
 
     # -- Algorithm 2 ----------------------------------------------------------------
     def minimum_cct(self, coflow: CoflowState, residual: np.ndarray) -> CoflowPlan:
-        """Algorithm 2: minimum CCT of ``coflow`` given residual capacities (bit/s).
+        """Algorithm 2: minimum CCT of ``coflow`` given residual capacities R (bit/s).
+
+        Returns a :class:`CoflowPlan` (t_s = inf, alpha = 0 when a flow has no usable
+        path or a routed link has no residual capacity).
 
         Raises:
             LPError: the LP (4) failed or hit its time limit.
+
+        Source: RAPIER Section IV-B, Algorithm 2.
         """
         topo = self.topology
         flows = coflow.active_flows()
         vols = [f.remaining_bytes * BITS for f in flows]
-        cand = [self.candidates(f) for f in flows]
-        all_links = np.unique(np.concatenate([topo.path_links(p) for ps in cand for p in ps]))
-        lp_cap = residual if self.route_on == "residual" else topo.capacity
-        usable = [[p for p in ps if lp_cap[topo.path_links(p)].min() > 0] for ps in cand]
-        if any(not ps for ps in usable):
-            return CoflowPlan(math.inf, 0.0, {f.flow_id: ps[0] for f, ps in zip(flows, cand)},
-                              0.0, all_links)
-        lp_alpha = None
-        build_s = solve_s = 0.0
-        if all(len(ps) == 1 for ps in usable):
-            routes = {f.flow_id: ps[0] for f, ps in zip(flows, usable)}
+        cinfo = [self._candidates(f) for f in flows]
+        cand = [ci[0] for ci in cinfo]
+        all_links = np.unique(np.concatenate(
+            [ci[1].ravel() if ci[1] is not None else
+             np.concatenate([topo.path_links(p) for p in ci[0]]) for ci in cinfo]))
+        full = self.route_on == "full" or bool(np.array_equal(residual, topo.capacity))
+        lp_cap = topo.capacity if full else residual
+        cached = self._full_routes.get(coflow.coflow_id) if (full and self.fast) else None
+        key = tuple(vols)
+        if cached is not None and cached[0] == key:
+            _, routes, lp_alpha, build_s, solve_s = cached
+            self.stats["lp_reused"] += 1
+            build_s = solve_s = 0.0
         else:
-            lp_alpha, ms, build_s, solve_s = solve_lp4(topo, vols, usable, lp_cap,
-                                                       self.solver, self.lp_time_limit_s)
-            self.stats["lp_solves"] += 1
-            self.stats["lp_build_s"] += build_s
-            self.stats["lp_solve_s"] += solve_s
-            routes = {}
-            for f, ps, m in zip(flows, usable, ms):
-                routes[f.flow_id] = ps[int(np.argmax(m))]  # first max on ties
-        alpha = fixed_route_alpha(topo, flows, routes, residual, vols)
+            if full:
+                usable = cand  # every link has positive capacity
+                if np.any(topo.capacity[all_links] <= 0):
+                    usable = [[p for p in ps if lp_cap[topo.path_links(p)].min() > 0]
+                              for ps in cand]
+            else:
+                usable = []
+                for ps, mat in zip(cand, (ci[1] for ci in cinfo)):
+                    if mat is not None:
+                        ok = lp_cap[mat].min(axis=1) > 0
+                        usable.append([p for p, o in zip(ps, ok) if o])
+                    else:
+                        usable.append([p for p in ps if lp_cap[topo.path_links(p)].min() > 0])
+            if any(not ps for ps in usable):
+                return CoflowPlan(math.inf, 0.0, {f.flow_id: ps[0] for f, ps in zip(flows, cand)},
+                                  0.0, all_links)
+            mats = [ci[1] for ci in cinfo]
+            if usable is not cand or any(m is None for m in mats):
+                mats = None
+            routes, lp_alpha, build_s, solve_s = self._route_by_lp(flows, vols, usable, lp_cap,
+                                                                   mats)
+            if full and self.fast:
+                self._full_routes[coflow.coflow_id] = (key, routes, lp_alpha, build_s, solve_s)
+        ll, lb = route_load(topo, [routes[f.flow_id] for f in flows], vols)
+        alpha = alpha_from_load(ll, lb, residual)
         t = math.inf if alpha <= 0 else 1.0 / alpha
-        return CoflowPlan(t, alpha, routes, lp_alpha, all_links, build_s, solve_s)
+        return CoflowPlan(t, alpha, routes, lp_alpha, all_links, build_s, solve_s, ll, lb)
 
     # -- Algorithm 1 ----------------------------------------------------------------
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
-        """Algorithm 1 (MinimizeMeanCCT) followed by Algorithm 3, at time ``now``."""
+        """Algorithm 1 (MinimizeMeanCCT) followed by Algorithm 3, at time ``now`` (s).
+
+        Returns the :class:`Schedule` (path and rate in bit/s per active flow; the
+        order in which Algorithm 1 picked coflows in ``order``; LP failures in
+        ``fallback``; per-coflow minimum CCTs in ``info["t_min_s"]``).
+        Source: RAPIER Section IV-C, Algorithm 1.
+        """
         topo = self.topology
         self.stats["passes"] += 1
         for cid in self._served_prev:
@@ -343,6 +483,10 @@ class Rapier(Scheduler):
         live = {c.coflow_id for c in active}
         for cid in [k for k in self._last_served if k not in live]:
             del self._last_served[cid]
+        for cid in [k for k in self._full_routes if k not in live]:
+            del self._full_routes[cid]
+        if len(self._cand) > 200_000:  # bound memory on huge fabrics
+            self._cand.clear()
 
         def wait(c: CoflowState) -> float:
             return now - self._last_served.get(c.coflow_id, c.arrival_s)
@@ -354,31 +498,43 @@ class Rapier(Scheduler):
         rates: Dict[str, float] = {}
         paths: Dict[str, tuple] = {}
         order: List[str] = []
-        changed: Optional[np.ndarray] = None  # links that lost capacity last round
+        # Fast path: per coflow, the links its plan depends on and their residual
+        # capacity when the plan was made; the plan is redone only if one dropped.
+        seen: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
+        full_mode = self.route_on == "full"
         while pending:
             best, best_t = None, math.inf
             for c in list(pending):
-                plan = plans.get(c.coflow_id)
-                if plan is None or changed is None or np.any(changed[plan.links]):
-                    try:
-                        plan = self.minimum_cct(c, residual)
-                    except Exception as exc:  # LPError or solver trouble: fall back
-                        fallback[c.coflow_id] = str(exc)
-                        pending.remove(c)
+                cid = c.coflow_id
+                plan = plans.get(cid)
+                if plan is not None and self.fast:
+                    dep, was = seen[cid]
+                    if np.any(residual[dep] < was):
+                        if full_mode and plan.load_links is not None:
+                            # routes do not depend on R: only model (2) changes
+                            a = alpha_from_load(plan.load_links, plan.load_bits, residual)
+                            plan.alpha, plan.t_s = a, (math.inf if a <= 0 else 1.0 / a)
+                            seen[cid] = (dep, residual[dep])
+                        else:
+                            plan = None
+                if plan is None or not self.fast:
+                    plan = self._plan_or_fallback(c, residual, fallback, pending)
+                    if plan is None:
                         continue
-                    plans[c.coflow_id] = plan
+                    dep = (plan.load_links if full_mode and plan.load_links is not None
+                           else plan.links)
+                    seen[cid] = (dep, residual[dep])
+                plans[cid] = plan
                 if wait(c) > self.delta_s:
                     best, best_t = c, plan.t_s
                     break
-                if plan.t_s < best_t or best is None:
-                    if best is None or plan.t_s < best_t:
-                        best, best_t = c, plan.t_s
+                if best is None or plan.t_s < best_t:
+                    best, best_t = c, plan.t_s
             if best is None:
                 break
             pending.remove(best)
             order.append(best.coflow_id)
             plan = plans[best.coflow_id]
-            before = residual.copy()
             for f in best.active_flows():
                 p = plan.routes[f.flow_id]
                 paths[f.flow_id] = p
@@ -387,7 +543,6 @@ class Rapier(Scheduler):
                     rates[f.flow_id] = r
                     residual[topo.path_links(p)] -= r
             np.maximum(residual, 0.0, out=residual)
-            changed = residual < before
         # Fallback coflows: ECMP routes, served only by work conservation.
         for c in active:
             if c.coflow_id in fallback:
@@ -401,12 +556,24 @@ class Rapier(Scheduler):
         sched.info["t_min_s"] = {cid: p.t_s for cid, p in plans.items()}
         return sched
 
+    def _plan_or_fallback(self, c: CoflowState, residual: np.ndarray,
+                          fallback: Dict[str, str], pending: list) -> Optional[CoflowPlan]:
+        """Algorithm 2 for ``c``; on solver trouble record the fallback, drop ``c``
+        from ``pending`` and return None."""
+        try:
+            return self.minimum_cct(c, residual)
+        except Exception as exc:  # LPError or solver trouble: fall back
+            fallback[c.coflow_id] = str(exc)
+            pending.remove(c)
+            return None
+
     # -- Algorithm 3 ----------------------------------------------------------------
     def _distribute_bandwidth(self, active: Sequence[CoflowState], plans: Dict[str, CoflowPlan],
                               fallback: Dict[str, str], residual: np.ndarray,
                               rates: Dict[str, float], paths: Dict[str, tuple]) -> None:
         """Algorithm 3 (DistributeBandwidth) with AssignBandwidth, read as documented
-        in the module docstring; updates ``rates``, ``paths`` and ``residual`` in place."""
+        in the module docstring; updates ``rates``, ``paths`` and ``residual`` in place.
+        Source: RAPIER Section IV-C, Algorithm 3."""
         topo = self.topology
 
         def t_of(c: CoflowState) -> float:
@@ -420,20 +587,32 @@ class Rapier(Scheduler):
             scheduled = math.isfinite(t_of(c))
             for f in sorted(c.active_flows(), key=lambda f: (-f.remaining_bytes, f.flow_id)):
                 if scheduled:
-                    cands = [paths[f.flow_id]]
+                    best = paths[f.flow_id]
+                    ls = topo.path_links(best)
+                    best_bw = float(residual[ls].min())
+                    if not best_bw > 0.0:
+                        continue
                 else:
-                    cands = self.candidates(f)
-                best, best_bw = None, 0.0
-                for p in cands:
-                    bw = float(residual[topo.path_links(p)].min())
-                    if bw > best_bw:
-                        best, best_bw = p, bw
-                if best is None:
-                    continue
-                if not scheduled:
+                    cands, mat = self._candidates(f)
+                    if mat is not None:
+                        bws = residual[mat].min(axis=1)
+                        k = int(np.argmax(bws))
+                        best_bw = float(bws[k])
+                        if not best_bw > 0.0:
+                            continue
+                        best, ls = cands[k], mat[k]
+                    else:
+                        best, best_bw = None, 0.0
+                        for p in cands:
+                            bw = float(residual[topo.path_links(p)].min())
+                            if bw > best_bw:
+                                best, best_bw = p, bw
+                        if best is None:
+                            continue
+                        ls = topo.path_links(best)
                     paths[f.flow_id] = best
                 rates[f.flow_id] = rates.get(f.flow_id, 0.0) + best_bw
-                residual[topo.path_links(best)] -= best_bw
+                residual[ls] -= best_bw
 
 
 @register("rapier-residual")

@@ -1,0 +1,231 @@
+"""RAPIER Section V-B sweeps (Figs. 4-6): run, aggregate with 95% CIs, plot.
+
+A *point* is (experiment, fabric, x value, try).  Try i of a point uses workload
+seed ``base_seed + i`` (and the same seed for every scheduler's ECMP hashing), so
+any point can be rerun alone: ``rapier-experiment point --experiment width
+--fabric fattree512 --x 128 --seed 3``.  Every finished (point, scheduler) run is
+appended to ``<out>/runs.csv`` at once, and runs already there are skipped, so an
+interrupted sweep resumes where it stopped.
+
+Units: times in seconds, sizes in MB (decimal) in the sizes spec.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+
+from ..core.workload import synthetic
+from ..scheduling import make_scheduler, scheduler_names
+from ..sim import simulate
+from ..sim.bounds import coflow_lower_bounds
+from .fabrics import fabric
+
+#: The paper's four schemes (Section V-B); seed schedulers are added when registered.
+PAPER_SCHEMES = ["baseline", "routing-only", "scheduling-only", "rapier"]
+SEED_SCHEMES = ["aalo", "philae", "sincronia", "optas"]
+#: Default flow sizes: uniform 1-10 MB (see docs/evaluation.md for why).
+DEFAULT_SIZES = "uniform:1,10"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One sweep of Section V-B.
+
+    Attributes:
+        name: ``width`` (Fig. 4), ``number`` (Fig. 5) or ``interval`` (Fig. 6).
+        param: the swept quantity (``width``, ``n_coflows``, ``interval_s``).
+        values: the paper's x values.
+        quick: the reduced subset run by default in this repository.
+        n_coflows, width, interval_s: the fixed workload parameters.
+        figure: the paper figure.
+    """
+
+    name: str
+    param: str
+    values: tuple
+    quick: tuple
+    n_coflows: int
+    width: int
+    interval_s: float
+    figure: str
+
+    def workload_args(self, x: float) -> dict:
+        """Arguments of :func:`~rapier_app.core.workload.synthetic` at x."""
+        args = {"n_coflows": self.n_coflows, "width": self.width,
+                "mean_interarrival_s": self.interval_s}
+        key = {"width": "width", "n_coflows": "n_coflows",
+               "interval_s": "mean_interarrival_s"}[self.param]
+        args[key] = int(x) if self.param != "interval_s" else float(x)
+        return args
+
+
+#: Mean inter-arrival of Figs. 4 and 5 (the paper does not give it): 0.1 s.
+EXPERIMENTS: Dict[str, Experiment] = {
+    "width": Experiment("width", "width", (16, 32, 64, 128, 256, 384, 512), (16, 64, 128),
+                        20, 128, 0.1, "Fig. 4"),
+    "number": Experiment("number", "n_coflows", (10, 20, 30, 40, 50), (10, 30),
+                         20, 128, 0.1, "Fig. 5"),
+    "interval": Experiment("interval", "interval_s", (0.0, 0.1, 0.2, 0.4, 0.6, 0.8),
+                           (0.0, 0.4, 0.8), 30, 128, 0.0, "Fig. 6"),
+}
+
+RUN_FIELDS = ["experiment", "fabric", "x", "try", "seed", "sizes", "scheme", "n_coflows",
+              "avg_cct_s", "lower_bound_s", "ratio_to_bound", "wall_s", "events"]
+
+
+def available_schemes(include_seeds: bool = True) -> List[str]:
+    """The paper's schemes plus the seed schedulers that are registered now."""
+    names = set(scheduler_names())
+    out = [s for s in PAPER_SCHEMES if s in names]
+    if include_seeds:
+        out += [s for s in SEED_SCHEMES if s in names]
+    return out
+
+
+def run_point(experiment: str, fabric_name: str, x: float, seed: int,
+              schemes: Sequence[str], sizes: str = DEFAULT_SIZES, try_index: int = 0,
+              log=None) -> List[dict]:
+    """Run every scheme once on one point; return one row (RUN_FIELDS) per scheme.
+
+    The lower bound (:func:`rapier_app.sim.bounds.coflow_lower_bounds`, averaged) is
+    computed once per point.  Raises what the simulator or a scheduler raises.
+    """
+    exp = EXPERIMENTS[experiment]
+    topo = fabric(fabric_name)
+    coflows = synthetic(topo, sizes=sizes, seed=seed, **exp.workload_args(x))
+    lb = float(np.mean(list(coflow_lower_bounds(topo, coflows).values())))
+    rows = []
+    for name in schemes:
+        t0 = time.perf_counter()
+        res = simulate(topo, coflows, make_scheduler(name, topo, seed=seed), record_flows=False)
+        avg = float(res.ccts.mean())
+        rows.append({"experiment": experiment, "fabric": fabric_name, "x": x,
+                     "try": try_index, "seed": seed, "sizes": sizes, "scheme": name,
+                     "n_coflows": len(coflows), "avg_cct_s": avg, "lower_bound_s": lb,
+                     "ratio_to_bound": avg / lb, "wall_s": time.perf_counter() - t0,
+                     "events": res.events})
+        if log:
+            log(f"{experiment} {fabric_name} x={x} seed={seed} {name}: avg CCT {avg:.4f} s "
+                f"(bound {lb:.4f} s, x{avg / lb:.2f}), {rows[-1]['wall_s']:.1f} s wall")
+    return rows
+
+
+def read_runs(path: str) -> List[dict]:
+    """Rows of a runs CSV (numbers parsed); [] if the file does not exist."""
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            for k in ("x", "avg_cct_s", "lower_bound_s", "ratio_to_bound", "wall_s"):
+                r[k] = float(r[k])
+            for k in ("try", "seed", "n_coflows", "events"):
+                r[k] = int(r[k])
+            out.append(r)
+    return out
+
+
+def append_runs(path: str, rows: Iterable[dict]) -> None:
+    """Append rows to a runs CSV, writing the header if the file is new."""
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=RUN_FIELDS)
+        if new:
+            w.writeheader()
+        for r in rows:
+            w.writerow({k: r[k] for k in RUN_FIELDS})
+
+
+def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries: int,
+              schemes: Sequence[str], out_dir: str, sizes: str = DEFAULT_SIZES,
+              base_seed: int = 1, log=print) -> List[dict]:
+    """Run ``tries`` tries of every x in ``values``; append to ``out_dir/runs.csv``,
+    skipping (experiment, fabric, x, seed, sizes, scheme) runs already recorded."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "runs.csv")
+    done = {(r["experiment"], r["fabric"], float(r["x"]), r["seed"], r["sizes"], r["scheme"])
+            for r in read_runs(path)}
+    rows = []
+    for x in values:
+        for i in range(tries):
+            seed = base_seed + i
+            todo = [s for s in schemes
+                    if (experiment, fabric_name, float(x), seed, sizes, s) not in done]
+            if not todo:
+                continue
+            new = run_point(experiment, fabric_name, x, seed, todo, sizes, i, log)
+            append_runs(path, new)
+            rows += new
+    return rows
+
+
+# ---------------------------------------------------------------------------------
+# statistics
+# ---------------------------------------------------------------------------------
+#: Two-sided 95% Student-t quantiles t_{0.975, df}, df = 1..30.
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
+         2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def mean_ci95(values: Sequence[float]) -> tuple:
+    """(mean, half-width of the 95% Student-t confidence interval) of ``values``.
+
+    The half-width is NaN for fewer than two values.  Source: the t interval
+    mean +- t_{0.975, n-1} s / sqrt(n).
+    Raises:
+        ValueError: ``values`` is empty.
+    """
+    a = np.asarray(list(values), dtype=float)
+    if a.size == 0:
+        raise ValueError("values: need at least one value")
+    if a.size < 2:
+        return float(a.mean()), math.nan
+    t = _T975[a.size - 2] if a.size - 1 <= len(_T975) else 1.96
+    return float(a.mean()), float(t * a.std(ddof=1) / math.sqrt(a.size))
+
+
+def improvement(cct_scheme: float, cct_baseline: float) -> float:
+    """The paper's metric (Section V, "Metrics"): (CCT_base - CCT_scheme) / CCT_base."""
+    return (cct_baseline - cct_scheme) / cct_baseline
+
+
+def summarize(rows: Sequence[dict]) -> List[dict]:
+    """Aggregate runs per (experiment, fabric, sizes, x, scheme) over the tries.
+
+    Returns rows with: tries, avg_cct_s (mean over tries), avg_cct_ci95 (half-width),
+    lower_bound_s (mean), ratio_to_bound (mean of per-try ratios) and
+    improvement (paper's metric on the mean CCTs vs ``baseline``; per-try values give
+    improvement_ci95).  Only tries run by both the scheme and baseline count for the
+    improvement.
+    """
+    groups: Dict[tuple, List[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["experiment"], r["fabric"], r["sizes"], r["x"], r["scheme"]),
+                          []).append(r)
+    out = []
+    for (e, f, s, x, sch), rs in sorted(groups.items(), key=lambda kv: (kv[0][:3], kv[0][3],
+                                                                      kv[0][4])):
+        m, ci = mean_ci95([r["avg_cct_s"] for r in rs])
+        base = {r["seed"]: r["avg_cct_s"] for r in groups.get((e, f, s, x, "baseline"), [])}
+        mine = {r["seed"]: r["avg_cct_s"] for r in rs}
+        common = sorted(set(base) & set(mine))
+        if common:
+            imp = improvement(np.mean([mine[k] for k in common]), np.mean([base[k] for k in common]))
+            _, imp_ci = mean_ci95([improvement(mine[k], base[k]) for k in common])
+        else:
+            imp, imp_ci = math.nan, math.nan
+        out.append({"experiment": e, "fabric": f, "sizes": s, "x": x, "scheme": sch,
+                    "tries": len(rs), "avg_cct_s": m, "avg_cct_ci95": ci,
+                    "lower_bound_s": float(np.mean([r["lower_bound_s"] for r in rs])),
+                    "ratio_to_bound": float(np.mean([r["ratio_to_bound"] for r in rs])),
+                    "improvement": imp, "improvement_ci95": imp_ci,
+                    "wall_s": float(np.mean([r["wall_s"] for r in rs]))})
+    return out

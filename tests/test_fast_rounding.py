@@ -1,0 +1,70 @@
+"""rapier-ls: the improved rounding never loses to argmax and stays within the LP."""
+
+import numpy as np
+import pytest
+
+from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
+from rapier_app.core.workload import scenario, synthetic
+from rapier_app.scheduling import make_scheduler
+from rapier_app.scheduling.fast import greedy_routes, improved_routes, local_search_routes
+from rapier_app.scheduling.rapier import fixed_route_alpha, solve_lp4
+from rapier_app.sim import simulate
+from topologies import fat_tree
+
+
+def _flows(c):
+    return CoflowState(c, InfoPolicy(True)).active_flows()
+
+
+def test_fig1_optimum_kept():
+    t, c = scenario("fig1")
+    assert np.allclose(simulate(t, c, make_scheduler("rapier-ls", t)).ccts, [1.0, 1.6])
+
+
+def test_local_search_fixes_a_bad_start():
+    # Two equal 1000 Mbit flows h1 -> h5 (pods differ on k=4): both start on the same
+    # path (alpha = 0.5 /s); moving one to a disjoint path doubles alpha to 1 /s.
+    t = fat_tree(4)
+    c = make_coflow("x", 0.0, [("h1", "h5", 125e6), ("h1", "h5", 125e6)])
+    fl = _flows(c)
+    vols = [1e9, 1e9]
+    paths = [t.candidate_paths("h1", "h5")] * 2
+    bad = {f.flow_id: paths[0][0] for f in fl}
+    assert fixed_route_alpha(t, fl, bad, t.capacity, vols) == pytest.approx(0.5)
+    good = local_search_routes(t, fl, vols, paths, bad, t.capacity)
+    # h1's access link (1 Gbit/s) carries both flows: alpha is 0.5 at best
+    assert fixed_route_alpha(t, fl, good, t.capacity, vols) == pytest.approx(0.5)
+    c2 = make_coflow("y", 0.0, [("h1", "h5", 125e6), ("h2", "h6", 125e6)])
+    fl2 = _flows(c2)
+    p2 = [t.candidate_paths("h1", "h5"), t.candidate_paths("h2", "h6")]
+    same = {fl2[0].flow_id: p2[0][0], fl2[1].flow_id: p2[1][0]}  # share e1's first uplink
+    assert fixed_route_alpha(t, fl2, same, t.capacity, vols) == pytest.approx(0.5)
+    fixed = local_search_routes(t, fl2, vols, p2, same, t.capacity)
+    assert fixed_route_alpha(t, fl2, fixed, t.capacity, vols) == pytest.approx(1.0)
+    assert fixed_route_alpha(t, fl2, greedy_routes(t, fl2, vols, p2, t.capacity),
+                             t.capacity, vols) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_improved_between_argmax_and_lp(seed):
+    t = fat_tree(4)
+    c = synthetic(t, 1, 12, 0.0, sizes="uniform:1,100", seed=seed)[0]
+    fl = _flows(c)
+    vols = [f.size_bytes * 8 for f in c.flows]
+    paths = [t.candidate_paths(f.src, f.dst) for f in c.flows]
+    lp_alpha, ms, _, _ = solve_lp4(t, vols, paths, t.capacity)
+    am = {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(fl, paths, ms)}
+    a0 = fixed_route_alpha(t, fl, am, t.capacity, vols)
+    a1 = fixed_route_alpha(t, fl, improved_routes(t, fl, vols, paths, am, t.capacity),
+                           t.capacity, vols)
+    assert a0 <= a1 * (1 + 1e-12)
+    assert a1 <= lp_alpha * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_rapier_ls_fast_equals_plain(seed):
+    t = fat_tree(4)
+    coflows = synthetic(t, 5, 6, 0.02, sizes="uniform:1,8", seed=seed)
+    a = simulate(t, coflows, make_scheduler("rapier-ls", t, seed=seed))
+    b = simulate(t, coflows, make_scheduler("rapier-ls", t, seed=seed, fast=False))
+    assert np.array_equal(a.ccts, b.ccts)
