@@ -26,7 +26,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 try:  # make the repository importable when mn exec()s this file
     _HERE = os.path.dirname(os.path.abspath(inspect.currentframe().f_code.co_filename))

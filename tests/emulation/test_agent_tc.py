@@ -6,10 +6,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
+import time
 
 from enforcement import client
-from mininet_tests.runner import REPO, Emulation
+from mininet_tests.runner import Emulation
 
 LIMIT_BPS = 4e6
 SECONDS = 4
@@ -20,6 +20,10 @@ def _iperf_pair(em, src, dst, port, seconds):
     srv = em.net[dst].popen(["iperf3", "-s", "-1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     em.transfers.append(srv)
+    deadline = time.time() + 10
+    while f":{port} " not in em.net[dst].cmd("ss -ltnH"):  # server listening?
+        assert srv.poll() is None and time.time() < deadline, f"iperf3 -s on {dst} not up"
+        time.sleep(0.05)
     cli = em.net[src].popen(["iperf3", "-c", em.net[dst].IP(), "-p", str(port), "-t",
                              str(seconds), "-J", "--connect-timeout", "3000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -1,7 +1,7 @@
 """The scaled RAPIER testbed scenario (Table II) completes under ``rapier`` with an
 average CCT below ``baseline``'s (ECMP, no rate limits), as in the paper.
 
-Scale: sizes x 1/800 on 20 Mbit/s links (see :mod:`mininet_tests.emulate`).
+Scale: sizes x 1/1600 on 10 Mbit/s links (see :mod:`mininet_tests.emulate`).
 """
 
 from mininet_tests.emulate import DEFAULT_LINK_MBPS, DEFAULT_SCALE, run_scheduler
