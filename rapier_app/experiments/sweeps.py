@@ -30,6 +30,8 @@ from .fabrics import fabric
 #: The paper's four schemes (Section V-B); seed schedulers are added when registered.
 PAPER_SCHEMES = ["baseline", "routing-only", "scheduling-only", "rapier"]
 SEED_SCHEMES = ["aalo", "philae", "sincronia", "optas"]
+#: This project's improved rounding (rapier_app/scheduling/fast.py).
+IMPROVED_SCHEMES = ["rapier-ls"]
 #: Default flow sizes: uniform 1-10 MB (see docs/evaluation.md for why).
 DEFAULT_SIZES = "uniform:1,10"
 
@@ -81,11 +83,12 @@ RUN_FIELDS = ["experiment", "fabric", "x", "try", "seed", "sizes", "scheme", "n_
 
 
 def available_schemes(include_seeds: bool = True) -> List[str]:
-    """The paper's schemes plus the seed schedulers that are registered now."""
+    """The paper's schemes plus (``include_seeds``) ``rapier-ls`` and the seed
+    schedulers (Aalo, Philae, Sincronia, OPTAS) that are registered now."""
     names = set(scheduler_names())
     out = [s for s in PAPER_SCHEMES if s in names]
     if include_seeds:
-        out += [s for s in SEED_SCHEMES if s in names]
+        out += [s for s in IMPROVED_SCHEMES + SEED_SCHEMES if s in names]
     return out
 
 

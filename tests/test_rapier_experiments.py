@@ -1,0 +1,59 @@
+"""Statistics, aggregation and the fabrics of the evaluation (rapier_app.experiments)."""
+
+import math
+
+import pytest
+
+from rapier_app.experiments.fabrics import FABRICS, fabric
+from rapier_app.experiments.sweeps import (EXPERIMENTS, improvement, mean_ci95, summarize)
+
+
+def test_mean_ci95_hand_computed():
+    # values 1, 2, 3: mean 2, s = 1, t_{0.975,2} = 4.303 -> half-width 4.303/sqrt(3)
+    m, h = mean_ci95([1.0, 2.0, 3.0])
+    assert m == 2.0
+    assert h == pytest.approx(4.303 / math.sqrt(3), rel=1e-9)
+    m1, h1 = mean_ci95([5.0])
+    assert m1 == 5.0 and math.isnan(h1)
+    with pytest.raises(ValueError):
+        mean_ci95([])
+
+
+def test_improvement_is_papers_metric():
+    # Table II: (228.6 - 117.5) / 228.6 = 48.6%
+    assert improvement(117.5, 228.6) == pytest.approx(0.486, abs=5e-4)
+
+
+def _row(scheme, seed, cct, lb=1.0):
+    return {"experiment": "width", "fabric": "f", "sizes": "s", "x": 16.0, "try": seed - 1,
+            "seed": seed, "scheme": scheme, "avg_cct_s": cct, "lower_bound_s": lb,
+            "ratio_to_bound": cct / lb, "wall_s": 1.0, "events": 1, "n_coflows": 1}
+
+
+def test_summarize_means_ci_and_improvement():
+    rows = [_row("baseline", 1, 4.0), _row("baseline", 2, 6.0),
+            _row("rapier", 1, 2.0), _row("rapier", 2, 3.0)]
+    s = {r["scheme"]: r for r in summarize(rows)}
+    assert s["rapier"]["avg_cct_s"] == 2.5
+    assert s["rapier"]["improvement"] == pytest.approx(0.5)   # (5 - 2.5) / 5
+    assert s["rapier"]["improvement_ci95"] == pytest.approx(0.0, abs=1e-12)  # 0.5 both tries
+    assert s["baseline"]["improvement"] == 0.0
+    assert s["rapier"]["ratio_to_bound"] == 2.5
+    assert s["rapier"]["tries"] == 2
+
+
+def test_experiment_workloads_match_paper():
+    assert EXPERIMENTS["width"].workload_args(64) == {"n_coflows": 20, "width": 64,
+                                                      "mean_interarrival_s": 0.1}
+    assert EXPERIMENTS["number"].workload_args(30)["n_coflows"] == 30
+    assert EXPERIMENTS["interval"].workload_args(0.4) == {"n_coflows": 30, "width": 128,
+                                                          "mean_interarrival_s": 0.4}
+
+
+@pytest.mark.parametrize("name", ["fattree512", "vl2-512", "vl2-512-os"])
+def test_512_server_fabrics(name):
+    t = fabric(name)
+    assert len(t.hosts) == 512
+    assert name in FABRICS
+    with pytest.raises(KeyError):
+        fabric("nope")
