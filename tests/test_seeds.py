@@ -365,3 +365,14 @@ def test_invariants_random(spec, name):
     # no coflow beats its own transfer time alone (largest access-link volume / 1G)
     for rec in r1.coflows:
         assert rec.cct_s > 0
+
+
+def test_philae_contention_counts_coflows_sharing_an_access_link():
+    topo = build_topology("bigswitch:3")
+    # A h1->h2, B h2->h3, C h1->h3.  h2's downlink (A) and uplink (B) are different
+    # links, so A and B do not contend; C shares h1's uplink with A and h3's downlink
+    # with B.  Contention (itself included): A 2, B 2, C 3.
+    specs = [make_coflow("A", 0.0, [("h1", "h2", MIB)]), make_coflow("B", 0.0, [("h2", "h3", MIB)]),
+             make_coflow("C", 0.0, [("h1", "h3", MIB)])]
+    sch = make_scheduler("philae", topo)
+    assert sch._contention(states(specs)) == {"A": 2, "B": 2, "C": 3}

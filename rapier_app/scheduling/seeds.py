@@ -123,22 +123,32 @@ def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.nda
 
 
 class _Group:
-    """The active flows of one coflow with their sticky paths and padded link rows."""
+    """The active flows of one coflow with their sticky paths, padded link rows and
+    reusable :class:`Allocation` objects; ``done_bytes`` counts the bytes of the
+    coflow's flows that finished (their counters no longer change)."""
 
-    __slots__ = ("n", "flows", "paths", "P", "ports")
+    __slots__ = ("n", "flows", "paths", "P", "ports", "ids", "allocs", "done_bytes")
 
-    def __init__(self, n: int, flows: List[FlowState], paths: List[tuple], P: np.ndarray,
-                 L: int):
+    def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
+                 allocs: Optional[List[Allocation]] = None, done_bytes: float = 0.0):
+        n = len(flows)
         self.n = n
         self.flows = flows
         self.paths = paths
         self.P = P
+        self.ids = [f.flow_id for f in flows]
+        self.allocs = allocs if allocs is not None else [Allocation(p, 0.0) for p in paths]
+        self.done_bytes = done_bytes
         if n:
             last = (P < L).sum(axis=1) - 1
             #: per flow, (first link, last link) of its path: the access "ports"
             self.ports = (P[:, 0].copy(), P[np.arange(n), last])
         else:
             self.ports = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def sent(self) -> float:
+        """Total bytes sent by the coflow (finished flows included)."""
+        return self.done_bytes + sum([f.bytes_sent for f in self.flows])
 
 
 class _SeedScheduler(Scheduler):
@@ -190,14 +200,24 @@ class _SeedScheduler(Scheduler):
         return p
 
     def group(self, c: CoflowState) -> _Group:
-        """Cached :class:`_Group` of ``c``'s active flows (rebuilt when one finishes)."""
-        act = c.active_flows()
+        """Cached :class:`_Group` of ``c``'s active flows.  A coflow's flow set never
+        grows, so when flows finish the cached group is filtered, not rebuilt."""
         g = self._groups.get(c.coflow_id)
-        if g is None or g.n != len(act):
+        if g is None:
+            act = c.active_flows()
             paths = [self.route(f) for f in act]
             P = (np.stack([self._rows[f.flow_id] for f in act]) if act
                  else np.zeros((0, self._width), dtype=np.int64))
-            g = _Group(len(act), list(act), paths, P, self._L)
+            done = sum([f.bytes_sent for f in c.flows if f.finish_s is not None])
+            g = _Group(list(act), paths, P, self._L, done_bytes=done)
+            self._groups[c.coflow_id] = g
+        elif g.n != len(c.active_flows()):
+            keep = [f.finish_s is None for f in g.flows]
+            done = g.done_bytes + sum([f.bytes_sent for f, k in zip(g.flows, keep) if not k])
+            m = np.array(keep, dtype=bool)
+            g = _Group([f for f, k in zip(g.flows, keep) if k],
+                       [p for p, k in zip(g.paths, keep) if k], g.P[m], self._L,
+                       [a for a, k in zip(g.allocs, keep) if k], done)
             self._groups[c.coflow_id] = g
         return g
 
@@ -284,25 +304,31 @@ class _SeedScheduler(Scheduler):
     # -- output -------------------------------------------------------------------
     def emit(self, coflows: Sequence[CoflowState], rates: Dict[int, np.ndarray],
              order: List[str], info: Optional[dict] = None) -> Schedule:
-        """Build the :class:`Schedule` (every active flow gets its path and a rate)."""
+        """Build the :class:`Schedule`: every active flow gets its path and a rate.
+
+        The per-flow :class:`Allocation` objects are reused between calls (the
+        simulator and the controller copy path and rate out of them)."""
         alloc = {}
         last = {}
         for c in coflows:
             g = self.group(c)
             r = rates.get(id(g))
-            tot = 0.0
-            for i, f in enumerate(g.flows):
-                v = float(r[i]) if r is not None else 0.0
-                tot += v
-                alloc[f.flow_id] = Allocation(g.paths[i], v)
-            last[c.coflow_id] = tot
+            if r is None:
+                r = np.zeros(g.n)
+            for a, v in zip(g.allocs, r.tolist()):
+                a.rate_bps = v
+            alloc.update(zip(g.ids, g.allocs))
+            last[c.coflow_id] = float(r.sum())
         self._last_rates = last
         return Schedule(alloc, order=order, info=info or {})
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         self._forget(coflows)
         live = [c for c in coflows if c.active_flows()]
-        rates = {id(self.group(c)): np.zeros(self.group(c).n) for c in live}
+        rates = {}
+        for c in live:
+            g = self.group(c)
+            rates[id(g)] = np.zeros(g.n)
         order, info = self.plan(now, live, rates)
         return self.emit(live, rates, order, info)
 
@@ -314,11 +340,6 @@ class _SeedScheduler(Scheduler):
     @staticmethod
     def all_mask(g: _Group) -> np.ndarray:
         return np.ones(g.n, dtype=bool)
-
-
-def _coflow_sent(c: CoflowState) -> float:
-    """Total bytes sent by all of the coflow's flows (finished ones included)."""
-    return float(sum(f.bytes_sent for f in c.flows))
 
 
 # ---------------------------------------------------------------------------------
@@ -446,7 +467,7 @@ class Aalo(_SeedScheduler):
 
     def plan(self, now, coflows, rates):
         self._now = now
-        self._sent_now = {c.coflow_id: _coflow_sent(c) for c in coflows}
+        self._sent_now = {c.coflow_id: self.group(c).sent() for c in coflows}
         for c in coflows:
             self._queue.setdefault(c.coflow_id, 0)
         self._refresh(now, coflows)
@@ -599,21 +620,15 @@ class Philae(Aalo):
     def _contention(self, coflows: Sequence[CoflowState]) -> Dict[str, int]:
         """Per coflow, the number of live coflows (itself included) sharing an
         access link (first or last link of a path) with one of its active flows."""
-        ports = {}
-        for c in coflows:
+        if not coflows:
+            return {}
+        M = np.zeros((len(coflows), self._L + 1), dtype=np.float32)
+        for i, c in enumerate(coflows):
             g = self.group(c)
-            ports[c.coflow_id] = set(np.unique(np.concatenate(g.ports)).tolist())
-        users: Dict[int, set] = {}
-        for cid, s in ports.items():
-            for l in s:
-                users.setdefault(l, set()).add(cid)
-        out = {}
-        for cid, s in ports.items():
-            share = set()
-            for l in s:
-                share |= users[l]
-            out[cid] = len(share)
-        return out
+            M[i, g.ports[0]] = 1.0
+            M[i, g.ports[1]] = 1.0
+        share = (M @ M.T) > 0
+        return {c.coflow_id: int(n) for c, n in zip(coflows, share.sum(axis=1))}
 
     def plan(self, now, coflows, rates):
         live_ids = {c.coflow_id for c in coflows}
