@@ -108,6 +108,19 @@ def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: flo
             "scale": scale, "link_bps": link_mbps * 1e6, "workdir": wd}
 
 
+def add_improvements(results: Dict[str, dict]) -> None:
+    """Add to ``results["rapier"]`` RAPIER's improvement over each other scheduler run:
+    ``improvement_over`` (emulated) and ``sim_improvement_over`` (simulated), fractions."""
+    ra = results.get("rapier")
+    if ra is None:
+        return
+    others = [n for n in results if n != "rapier"]
+    ra["improvement_over"] = {n: improvement(results[n]["avg_cct_s"], ra["avg_cct_s"])
+                              for n in others}
+    ra["sim_improvement_over"] = {n: improvement(results[n]["sim_avg_cct_s"],
+                                                 ra["sim_avg_cct_s"]) for n in others}
+
+
 def format_table(results: Dict[str, dict]) -> str:
     """Human-readable table: per-coflow CCTs (emulated / simulated), averages, improvement."""
     lines = []
@@ -185,6 +198,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f"{r['workdir']}", file=sys.stderr, flush=True)
     finally:
         ovs.stop()
+    add_improvements(results)
     if args.json:
         print(json.dumps(results, indent=1))
     elif results:

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from mininet_tests import ofctl, runner, transfer
-from mininet_tests.emulate import improvement, simulate_testbed
+from mininet_tests.emulate import DEFAULT_LINK_MBPS, DEFAULT_SCALE, improvement, simulate_testbed
 from mininet_tests.topos import DefinedTopo, dpid_hex, link_order, topos
 from topologies import TopologyError, build_topology
 
@@ -113,8 +113,35 @@ def test_transfer_cli_rejects_bad_input():
 
 
 def test_sim_prediction_and_improvement():
-    # scaled testbed: sizes / 800 on 20 Mbit/s links (1/16 of the testbed's times)
-    sim = simulate_testbed("rapier", 1 / 800, 20e6)
+    # the default scale: sizes / 1600 on 10 Mbit/s links, 1/16 of the testbed's times
+    # (full scale: 42.32, 101.76, 169.6 s)
+    assert DEFAULT_SCALE * 1e9 / (DEFAULT_LINK_MBPS * 1e6) == pytest.approx(1 / 16)
+    sim = simulate_testbed("rapier", DEFAULT_SCALE, DEFAULT_LINK_MBPS * 1e6)
     assert len(sim) == 3
     assert sim == pytest.approx([2.645, 6.36, 10.6], rel=1e-3)
     assert improvement(10.0, 6.0) == pytest.approx(0.4)
+
+
+def test_add_improvements():
+    from mininet_tests.emulate import add_improvements, format_table
+
+    res = {"rapier": {"avg_cct_s": 6.0, "sim_avg_cct_s": 5.0, "ccts_s": [6.0],
+                      "sim_ccts_s": [5.0], "coflows": 1, "wall_s": 1.0, "scale": 0.1,
+                      "link_bps": 1e7},
+           "baseline": {"avg_cct_s": 12.0, "sim_avg_cct_s": 10.0, "ccts_s": [12.0],
+                        "sim_ccts_s": [10.0], "coflows": 1, "wall_s": 1.0, "scale": 0.1,
+                        "link_bps": 1e7}}
+    add_improvements(res)
+    assert res["rapier"]["improvement_over"] == {"baseline": pytest.approx(0.5)}
+    assert res["rapier"]["sim_improvement_over"] == {"baseline": pytest.approx(0.5)}
+    assert "improvement of rapier over baseline: emulated 50.0 %" in format_table(res)
+
+
+def test_emulate_rejects_bad_arguments(capsys):
+    from mininet_tests.emulate import main
+
+    with pytest.raises(SystemExit) as ei:
+        main(["--scale", "0"])
+    assert ei.value.code == 2 and "--scale" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--scenario", "fig1"])
