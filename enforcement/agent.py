@@ -69,7 +69,7 @@ class Enforcer:
             Defaults to :func:`run_tc`; tests pass a recorder.
         enforce: False to record limits without running any command.
 
-    Thread-safe: one lock serialises all changes.
+    Thread-safe: one (re-entrant) lock serialises all changes.
     """
 
     def __init__(self, iface: str, runner: Callable[[Command], None] = run_tc,
@@ -78,7 +78,7 @@ class Enforcer:
         self.runner = runner
         self.enforce = enforce
         self.state = TcState(iface)
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.started = False
 
     def _run(self, cmds: Sequence[Command]) -> None:
@@ -150,21 +150,21 @@ class Enforcer:
         """
         with self.lock:
             others = [l for l in self.state.limits() if l.flow_id != lim.flow_id]
-        for o in others:
-            if o.match == lim.match:
-                raise RequestError("flow", f"same packet match as flow {o.flow_id!r}")
-        cur = {l.flow_id: l for l in others}
-        cur[lim.flow_id] = lim
-        return self.replace_all(list(cur.values()))
+            for o in others:
+                if o.match == lim.match:
+                    raise RequestError("flow", f"same packet match as flow {o.flow_id!r}")
+            cur = {l.flow_id: l for l in others}
+            cur[lim.flow_id] = lim
+            return self.replace_all(list(cur.values()))
 
     def remove_one(self, flow_id: str) -> bool:
         """Remove one flow's limit; False if it had none."""
         with self.lock:
             limits = self.state.limits()
-        if all(l.flow_id != flow_id for l in limits):
-            return False
-        self.replace_all([l for l in limits if l.flow_id != flow_id])
-        return True
+            if all(l.flow_id != flow_id for l in limits):
+                return False
+            self.replace_all([l for l in limits if l.flow_id != flow_id])
+            return True
 
     def snapshot(self) -> List[dict]:
         """Limits in force as JSON-ready dicts, with their HTB class ids."""
@@ -354,13 +354,23 @@ def make_server(listen: str, enforcer: Enforcer):
     return srv
 
 
-def default_iface(sys_class_net: str = "/sys/class/net") -> str:
-    """The host's only non-loopback interface.
+def default_iface(proc_net_dev: str = "/proc/net/dev") -> str:
+    """The only non-loopback interface of this process's network namespace.
+
+    Reads ``/proc/net/dev`` (per network namespace, unlike ``/sys/class/net``, which
+    inside a Mininet host still shows the root namespace).
 
     Raises:
-        RuntimeError: zero or several candidates (then ``--iface`` is needed).
+        RuntimeError: zero or several candidates (then ``--iface`` is needed), or the
+            file cannot be read.
     """
-    names = sorted(n for n in os.listdir(sys_class_net) if n != "lo")
+    try:
+        with open(proc_net_dev) as fh:
+            lines = fh.read().splitlines()[2:]
+    except OSError as exc:
+        raise RuntimeError(f"iface: cannot read {proc_net_dev}: {exc}; pass --iface") from None
+    names = sorted(ln.split(":", 1)[0].strip() for ln in lines if ":" in ln)
+    names = [n for n in names if n != "lo"]
     if len(names) != 1:
         raise RuntimeError(f"iface: cannot choose among {names or 'no interfaces'}; "
                            f"pass --iface")

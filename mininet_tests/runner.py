@@ -447,8 +447,8 @@ class Emulation:
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
         for h in self.net.hosts:
             sock = os.path.join(self.agent_dir, f"{h.name}.sock")
-            cmd = [sys.executable, "-m", "enforcement.agent", "--listen", f"unix:{sock}",
-                   "--iface", h.defaultIntf().name]
+            # no --iface: the agent finds the host's only interface in its namespace
+            cmd = [sys.executable, "-m", "enforcement.agent", "--listen", f"unix:{sock}"]
             if not self.enforce:
                 cmd.append("--no-enforce")
             self.agents[h.name] = h.popen(cmd, stdout=self._log(f"agent-{h.name}.log"),

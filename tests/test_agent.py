@@ -269,12 +269,16 @@ def test_parse_listen():
 
 
 def test_default_iface(tmp_path):
-    (tmp_path / "lo").mkdir()
-    (tmp_path / "h3-eth0").mkdir()
-    assert agent.default_iface(str(tmp_path)) == "h3-eth0"
-    (tmp_path / "h3-eth1").mkdir()
+    dev = tmp_path / "dev"
+    head = ("Inter-|   Receive                            |  Transmit\n"
+            " face |bytes    packets errs drop fifo frame compressed multicast|bytes\n")
+    dev.write_text(head + "    lo: 0 0 0 0 0 0 0 0 0\nh3-eth1: 10 1 0 0 0 0 0 0 5\n")
+    assert agent.default_iface(str(dev)) == "h3-eth1"
+    dev.write_text(head + "    lo: 0 0\nh3-eth1: 1 1\nh3-eth2: 1 1\n")
     with pytest.raises(RuntimeError, match="iface"):
-        agent.default_iface(str(tmp_path))
+        agent.default_iface(str(dev))
+    with pytest.raises(RuntimeError, match="iface"):
+        agent.default_iface(str(tmp_path / "missing"))
 
 
 def test_daemon_over_tcp_exits_cleanly_and_removes_qdisc(tmp_path):

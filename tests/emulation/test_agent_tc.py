@@ -45,6 +45,8 @@ def test_agent_limits_one_flow_and_leaves_others(ovs):
         h1 = em.net["h1"]
         iface = h1.defaultIntf().name
         url = em.agent_url("h1")
+        # the agent found the host's interface by itself (namespace-aware)
+        assert client.request(url, "GET", "/v1/health")[1]["iface"] == iface == "h1-eth1"
         body = {"flows": [{"flow_id": "x/0", "src_ip": h1.IP(), "dst_ip": em.net["h4"].IP(),
                            "proto": "tcp", "dst_port": 5201, "rate_bps": LIMIT_BPS}]}
         st, obj = client.request(url, "PUT", "/v1/flows", body)
