@@ -330,6 +330,14 @@ class Emulation:
         from mininet.net import Mininet
         from mininet.node import OVSSwitch, RemoteController
 
+        class _QuietRemote(RemoteController):
+            """RemoteController without Mininet's ``telnet`` probe of the OpenFlow port:
+            telnet prints the controller's binary OFPT_HELLO, and Mininet's UTF-8 reader
+            then fails at random.  We check the controller ourselves (REST, /health)."""
+
+            def checkListening(self) -> None:
+                return None
+
         setLogLevel("critical")  # Mininet logs HTB "quantum is big" warnings as errors
         self.ovs.start()
         _cleanup_leftovers(self.topo)
@@ -339,7 +347,7 @@ class Emulation:
         self.net = Mininet(topo=self.topo,
                            switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13"),
                            link=TCLink if self.bw_mbps else Link,
-                           controller=partial(RemoteController, ip="127.0.0.1",
+                           controller=partial(_QuietRemote, ip="127.0.0.1",
                                               port=self.of_port),
                            autoSetMacs=False, autoStaticArp=False, build=True)
         self.net.start()
