@@ -155,51 +155,89 @@ def fixed_route_alpha(topology: Topology, flows: Sequence[FlowState], routes: Di
     return alpha_from_load(links, bits, residual)
 
 
-def _lp4_arrays(topology: Topology, volumes_bits: Sequence[float],
-                paths: Sequence[Sequence[tuple]], residual: np.ndarray,
-                link_mats: Optional[Sequence[np.ndarray]] = None):
-    """Sparse arrays of LP (4) for one coflow, in the reference variable/row order.
+class LP4Structure:
+    """The sparsity structure of LP (4) for one coflow's flows and candidate paths,
+    reusable while those do not change (only the volumes and capacities do).
 
     Columns: alpha (0), then m_jk flow by flow, path by path.  Rows: one (4b) row per
     flow (sum_k m_jk - alpha = 0), then one (4a) row per link in order of first
-    appearance.  Volumes are scaled to Mbit and capacities to Mbit/s.
+    appearance.  Volumes are scaled to Mbit and capacities to Mbit/s.  The CSR
+    matrix is built once; :meth:`matrix` only rewrites its values, so the model
+    handed to the solver is identical to one built from scratch.
 
-    Returns:
-        (rows, cols, vals, n_rows, n_cols, row_ub, link_of_row, var_flow) as numpy
-        arrays; ``row_ub`` is +/-inf-free for link rows and 0 for flow rows.
+    Args:
+        topology: the fabric.
+        paths: per flow, its candidate paths (at least one each).
+        link_mats: optional, per flow, a (paths x hops) int array of the link
+            indices of its paths (same order as ``paths``).
+
+    Attributes:
+        n_paths: per flow, its number of paths; links: all links of the paths
+        (sorted unique int array); link_of_row: the link of each (4a) row.
     """
-    n = len(paths)
-    n_paths = np.fromiter((len(ps) for ps in paths), dtype=np.int64, count=n)
-    P = int(n_paths.sum())
-    var_flow = np.repeat(np.arange(n), n_paths)
-    if link_mats is not None:  # per flow: paths x hops link indices (same order)
-        plen = np.repeat(np.fromiter((m.shape[1] for m in link_mats), dtype=np.int64,
-                                     count=n), n_paths)
-        links = np.concatenate([m.ravel() for m in link_mats]) if P else np.zeros(0, np.int64)
-    else:
-        pl = [topology.path_links(p) for ps in paths for p in ps]
-        plen = np.fromiter((len(a) for a in pl), dtype=np.int64, count=P)
-        links = np.concatenate(pl) if P else np.zeros(0, np.int64)
-    var_of_entry = np.repeat(np.arange(1, P + 1), plen)
-    vol_m = np.asarray(volumes_bits, dtype=float) / MEGA
-    coef = vol_m[var_flow][var_of_entry - 1]
-    uniq, first = np.unique(links, return_index=True)
-    order = np.argsort(first, kind="stable")
-    link_of_row = uniq[order]
-    pos = np.empty(len(uniq), dtype=np.int64)
-    pos[order] = np.arange(len(uniq))
-    link_row = n + pos[np.searchsorted(uniq, links)]
-    rows = np.concatenate([np.arange(n), var_flow, link_row])
-    cols = np.concatenate([np.zeros(n, np.int64), np.arange(1, P + 1), var_of_entry])
-    vals = np.concatenate([-np.ones(n), np.ones(P), coef])
-    row_ub = np.concatenate([np.zeros(n), np.maximum(residual[link_of_row], 0.0) / MEGA])
-    return rows, cols, vals, n + len(uniq), P + 1, row_ub, var_flow, n_paths
+
+    def __init__(self, topology: Topology, paths: Sequence[Sequence[tuple]],
+                 link_mats: Optional[Sequence[np.ndarray]] = None):
+        import scipy.sparse as sp
+
+        n = len(paths)
+        n_paths = np.fromiter((len(ps) for ps in paths), dtype=np.int64, count=n)
+        P = int(n_paths.sum())
+        var_flow = np.repeat(np.arange(n), n_paths)
+        if link_mats is not None:
+            plen = np.repeat(np.fromiter((m.shape[1] for m in link_mats), dtype=np.int64,
+                                         count=n), n_paths)
+            links = (np.concatenate([m.ravel() for m in link_mats]) if P
+                     else np.zeros(0, np.int64))
+        else:
+            pl = [topology.path_links(p) for ps in paths for p in ps]
+            plen = np.fromiter((len(a) for a in pl), dtype=np.int64, count=P)
+            links = np.concatenate(pl) if P else np.zeros(0, np.int64)
+        var_of_entry = np.repeat(np.arange(1, P + 1), plen)
+        uniq, first = np.unique(links, return_index=True)
+        order = np.argsort(first, kind="stable")
+        link_of_row = uniq[order]
+        pos = np.empty(len(uniq), dtype=np.int64)
+        pos[order] = np.arange(len(uniq))
+        link_row = n + pos[np.searchsorted(uniq, links)]
+        rows = np.concatenate([np.arange(n), var_flow, link_row])
+        cols = np.concatenate([np.zeros(n, np.int64), np.arange(1, P + 1), var_of_entry])
+        self.n, self.n_rows, self.n_cols = n, n + len(uniq), P + 1
+        self.n_paths = n_paths
+        self.links = uniq
+        self.link_of_row = link_of_row
+        self._const = np.concatenate([-np.ones(n), np.ones(P)])
+        self._entry_flow = var_flow[var_of_entry - 1]
+        nnz = len(rows)
+        tmpl = sp.csr_matrix((np.arange(1, nnz + 1, dtype=float), (rows, cols)),
+                             shape=(self.n_rows, self.n_cols))
+        self._perm = tmpl.data.astype(np.int64) - 1
+        self._mat = tmpl
+        self.row_lb = np.concatenate([np.zeros(n), np.full(self.n_rows - n, -np.inf)])
+        self.obj = np.zeros(self.n_cols)
+        self.obj[0] = 1.0
+        self.var_lb = np.zeros(self.n_cols)
+        self.var_ub = np.full(self.n_cols, np.inf)
+
+    def matrix(self, volumes_bits: Sequence[float]):
+        """The constraint matrix (scipy CSR, shared and overwritten by the next call)
+        for per-flow volumes in bits."""
+        vol_m = np.asarray(volumes_bits, dtype=float) / MEGA
+        vals = np.concatenate([self._const, vol_m[self._entry_flow]])
+        self._mat.data = vals[self._perm]
+        return self._mat
+
+    def row_ub(self, residual: np.ndarray) -> np.ndarray:
+        """Row upper bounds: 0 for (4b) rows, R_l in Mbit/s (negative -> 0) for (4a)."""
+        return np.concatenate([np.zeros(self.n),
+                               np.maximum(residual[self.link_of_row], 0.0) / MEGA])
 
 
 def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
               paths: Sequence[Sequence[tuple]], residual: np.ndarray,
               solver_name: str = "GLOP", time_limit_s: Optional[float] = None,
-              link_mats: Optional[Sequence[np.ndarray]] = None
+              link_mats: Optional[Sequence[np.ndarray]] = None,
+              structure: Optional[LP4Structure] = None
               ) -> Tuple[float, List[np.ndarray], float, float]:
     """Solve the LP relaxation (4) of RAPIER for one coflow.
 
@@ -220,6 +258,8 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
         link_mats: optional, per flow, the link indices of its paths as a
             (paths x hops) int array in the order of ``paths`` (saves the per-path
             lookups; the model is the same).
+        structure: optional :class:`LP4Structure` of these flows and paths, reused
+            from an earlier call (the model is the same as one built afresh).
 
     Returns:
         (alpha in 1/s, per-flow arrays of m_jk in 1/s, build seconds, solve seconds).
@@ -230,23 +270,17 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
     Source: RAPIER Section IV-A, model (4).
     """
     try:
-        import scipy.sparse as sp
+        import scipy.sparse  # noqa: F401
     except ImportError:  # pragma: no cover - scipy is a declared dependency
         return solve_lp4_reference(topology, volumes_bits, paths, residual,
                                    solver_name, time_limit_s)
     from ortools.linear_solver.python import model_builder_helper as mbh
 
     t0 = time.perf_counter()
-    rows, cols, vals, n_rows, n_cols, row_ub, var_flow, n_paths = _lp4_arrays(
-        topology, volumes_bits, paths, residual, link_mats)
-    n = len(paths)
-    mat = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_cols))
-    row_lb = np.concatenate([np.zeros(n), np.full(n_rows - n, -np.inf)])
-    obj = np.zeros(n_cols)
-    obj[0] = 1.0
+    st = structure if structure is not None else LP4Structure(topology, paths, link_mats)
     helper = mbh.ModelBuilderHelper()
-    helper.fill_model_from_sparse_data(np.zeros(n_cols), np.full(n_cols, np.inf), obj,
-                                       row_lb, row_ub, mat)
+    helper.fill_model_from_sparse_data(st.var_lb, st.var_ub, st.obj, st.row_lb,
+                                       st.row_ub(residual), st.matrix(volumes_bits))
     helper.set_maximize(True)
     solver = mbh.ModelSolverHelper(solver_name)
     if not solver.solver_is_supported():
@@ -261,7 +295,7 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
         raise LPError(f"LP (4) not solved to optimality (status {status.name}, "
                       f"{len(volumes_bits)} flows, {t2 - t1:.3f} s)")
     x = np.asarray(solver.variable_values(), dtype=float)
-    ms = np.split(x[1:], np.cumsum(n_paths)[:-1]) if n else []
+    ms = np.split(x[1:], np.cumsum(st.n_paths)[:-1]) if st.n else []
     return float(x[0]), list(ms), t1 - t0, t2 - t1
 
 
@@ -362,6 +396,9 @@ class Rapier(Scheduler):
         # coflow_id -> (volume key, routes, lp_alpha, build_s, solve_s): routing by (4)
         # on the full capacities, valid while the remaining volumes are identical.
         self._full_routes: Dict[str, tuple] = {}
+        # coflow_id -> (active flow ids, candidate paths, link matrices, all candidate
+        # links, LP4Structure or None): valid while the active flows are the same.
+        self._structs: Dict[str, tuple] = {}
         # (src, dst, max_paths) -> (candidate paths, 2-D link-index array or None if
         # ragged); shared by every RAPIER instance on the same topology object.
         self._cand: Dict[tuple, tuple] = _PAIR_CACHE.setdefault(topology, {})
@@ -384,14 +421,15 @@ class Rapier(Scheduler):
 
     def _route_by_lp(self, flows: Sequence[FlowState], vols: List[float],
                      usable: List[List[tuple]], lp_cap: np.ndarray,
-                     link_mats: Optional[list] = None) -> tuple:
+                     link_mats: Optional[list] = None,
+                     structure: Optional[LP4Structure] = None) -> tuple:
         """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` and round. Returns
         (routes, lp_alpha, build_s, solve_s)."""
         if all(len(ps) == 1 for ps in usable):
             return {f.flow_id: ps[0] for f, ps in zip(flows, usable)}, None, 0.0, 0.0
         lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
                                                    self.solver, self.lp_time_limit_s,
-                                                   link_mats)
+                                                   link_mats, structure)
         self.stats["lp_solves"] += 1
         self.stats["lp_build_s"] += build_s
         self.stats["lp_solve_s"] += solve_s
@@ -424,43 +462,54 @@ class Rapier(Scheduler):
         topo = self.topology
         flows = coflow.active_flows()
         vols = [f.remaining_bytes * BITS for f in flows]
-        cinfo = [self._candidates(f) for f in flows]
-        cand = [ci[0] for ci in cinfo]
-        all_links = np.unique(np.concatenate(
-            [ci[1].ravel() if ci[1] is not None else
-             np.concatenate([topo.path_links(p) for p in ci[0]]) for ci in cinfo]))
+        cid = coflow.coflow_id
+        fids = tuple(f.flow_id for f in flows)
+        sc = self._structs.get(cid) if self.fast else None
+        if sc is not None and sc[0] == fids:
+            _, cand, mats, all_links, struct = sc
+        else:
+            cinfo = [self._candidates(f) for f in flows]
+            cand = [ci[0] for ci in cinfo]
+            mats = [ci[1] for ci in cinfo]
+            all_links = np.unique(np.concatenate(
+                [m.ravel() if m is not None else
+                 np.concatenate([topo.path_links(p) for p in ps]) for ps, m in zip(cand, mats)]))
+            struct = None
+            if self.fast:
+                self._structs[cid] = (fids, cand, mats, all_links, None)
         full = self.route_on == "full" or bool(np.array_equal(residual, topo.capacity))
         lp_cap = topo.capacity if full else residual
-        cached = self._full_routes.get(coflow.coflow_id) if (full and self.fast) else None
+        cached = self._full_routes.get(cid) if (full and self.fast) else None
         key = tuple(vols)
         if cached is not None and cached[0] == key:
             _, routes, lp_alpha, build_s, solve_s = cached
             self.stats["lp_reused"] += 1
             build_s = solve_s = 0.0
         else:
-            if full:
+            if full and not np.any(topo.capacity[all_links] <= 0):
                 usable = cand  # every link has positive capacity
-                if np.any(topo.capacity[all_links] <= 0):
-                    usable = [[p for p in ps if lp_cap[topo.path_links(p)].min() > 0]
-                              for ps in cand]
             else:
                 usable = []
-                for ps, mat in zip(cand, (ci[1] for ci in cinfo)):
+                for ps, mat in zip(cand, mats):
                     if mat is not None:
                         ok = lp_cap[mat].min(axis=1) > 0
                         usable.append([p for p, o in zip(ps, ok) if o])
                     else:
                         usable.append([p for p in ps if lp_cap[topo.path_links(p)].min() > 0])
+                if all(len(u) == len(c) for u, c in zip(usable, cand)):
+                    usable = cand  # nothing was left out: same paths, same structure
             if any(not ps for ps in usable):
                 return CoflowPlan(math.inf, 0.0, {f.flow_id: ps[0] for f, ps in zip(flows, cand)},
                                   0.0, all_links)
-            mats = [ci[1] for ci in cinfo]
-            if usable is not cand or any(m is None for m in mats):
-                mats = None
-            routes, lp_alpha, build_s, solve_s = self._route_by_lp(flows, vols, usable, lp_cap,
-                                                                   mats)
+            use_mats = mats if usable is cand and all(m is not None for m in mats) else None
+            if usable is cand and self.fast and struct is None and \
+                    not all(len(ps) == 1 for ps in usable):
+                struct = LP4Structure(topo, cand, use_mats)
+                self._structs[cid] = (fids, cand, mats, all_links, struct)
+            routes, lp_alpha, build_s, solve_s = self._route_by_lp(
+                flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None)
             if full and self.fast:
-                self._full_routes[coflow.coflow_id] = (key, routes, lp_alpha, build_s, solve_s)
+                self._full_routes[cid] = (key, routes, lp_alpha, build_s, solve_s)
         ll, lb = route_load(topo, [routes[f.flow_id] for f in flows], vols)
         alpha = alpha_from_load(ll, lb, residual)
         t = math.inf if alpha <= 0 else 1.0 / alpha
@@ -485,6 +534,8 @@ class Rapier(Scheduler):
             del self._last_served[cid]
         for cid in [k for k in self._full_routes if k not in live]:
             del self._full_routes[cid]
+        for cid in [k for k in self._structs if k not in live]:
+            del self._structs[cid]
         if len(self._cand) > 200_000:  # bound memory on huge fabrics
             self._cand.clear()
 
