@@ -44,6 +44,23 @@ def _ratio_max(topology: Topology, paths: Sequence[tuple], vols: np.ndarray,
         return float(np.max(bits / cap[links])) if len(links) else 0.0
 
 
+def _mats(topology: Topology, paths: Sequence[Sequence[tuple]]) -> List[np.ndarray]:
+    """Per flow, its candidate paths' link indices as a (paths x hops) array, or a
+    list of arrays when the paths differ in length."""
+    out = []
+    for ps in paths:
+        arrs = [topology.path_links(p) for p in ps]
+        out.append(np.array(arrs) if len({len(a) for a in arrs}) == 1 else arrs)
+    return out
+
+
+def _path_ratios(mat, load: np.ndarray, v: float, cap: np.ndarray) -> np.ndarray:
+    """Per candidate path: max over its links of (load + v) / cap."""
+    if isinstance(mat, np.ndarray):
+        return ((load[mat] + v) / cap[mat]).max(axis=1)
+    return np.array([float(np.max((load[ls] + v) / cap[ls])) for ls in mat])
+
+
 def greedy_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
                   paths: Sequence[Sequence[tuple]], cap: np.ndarray) -> Dict[str, tuple]:
     """Greedy placement: flows by non-increasing volume (ties: flow order), each on the
@@ -54,18 +71,14 @@ def greedy_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence
     (bit/s, > 0 on every candidate link).  Returns flow_id -> path.
     """
     load = np.zeros(len(cap))
+    mats = _mats(topology, paths)
     out: Dict[str, tuple] = {}
     order = sorted(range(len(flows)), key=lambda j: (-vols[j], j))
     for j in order:
         v = vols[j]
-        best, best_r, best_ls = None, np.inf, None
-        for p in paths[j]:
-            ls = topology.path_links(p)
-            r = float(np.max((load[ls] + v) / cap[ls]))
-            if r < best_r:
-                best, best_r, best_ls = p, r, ls
-        out[flows[j].flow_id] = best
-        load[best_ls] += v
+        k = int(np.argmin(_path_ratios(mats[j], load, v, cap)))
+        out[flows[j].flow_id] = paths[j][k]
+        load[topology.path_links(paths[j][k])] += v
     return out
 
 
@@ -80,12 +93,17 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
     """
     n = len(flows)
     vols = np.asarray(vols, dtype=float)
-    cur = [routes[f.flow_id] for f in flows]
-    links_of = [topology.path_links(p) for p in cur]
+    mats = _mats(topology, paths)
+    idx = {}
+    for j in range(n):
+        idx[j] = paths[j].index(routes[flows[j].flow_id])
+    cur_links = [topology.path_links(paths[j][idx[j]]) for j in range(n)]
     load = np.zeros(len(cap))
     for j in range(n):
-        load[links_of[j]] += vols[j]
+        load[cur_links[j]] += vols[j]
     safe_cap = np.where(cap > 0, cap, np.inf)
+    # flow x link incidence of the current routes, to find a link's flows quickly
+    hops = {len(a) for a in cur_links}
     moves = 0
     limit = 4 * n if max_moves is None else max_moves
     while moves < limit:
@@ -94,32 +112,36 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
         rstar = float(ratio[lstar])
         if rstar <= 0:
             break
-        on = [j for j in range(n) if lstar in links_of[j]]
+        if len(hops) == 1:
+            on = np.flatnonzero((np.array(cur_links) == lstar).any(axis=1)).tolist()
+        else:
+            on = [j for j in range(n) if lstar in cur_links[j]]
         on.sort(key=lambda j: (-vols[j], j))
         moved = False
         for j in on:
             if len(paths[j]) < 2:
                 continue
-            load[links_of[j]] -= vols[j]
-            best, best_r, best_ls = None, rstar * (1 - 1e-12), None
-            for p in paths[j]:
-                ls = topology.path_links(p)
-                if lstar in ls:
-                    continue
-                r = float(np.max((load[ls] + vols[j]) / safe_cap[ls]))
-                if r < best_r:
-                    best, best_r, best_ls = p, r, ls
-            if best is None:
-                load[links_of[j]] += vols[j]
+            load[cur_links[j]] -= vols[j]
+            r = _path_ratios(mats[j], load, vols[j], safe_cap)
+            if isinstance(mats[j], np.ndarray):
+                r[(mats[j] == lstar).any(axis=1)] = np.inf
+            else:
+                for k, ls in enumerate(mats[j]):
+                    if lstar in ls:
+                        r[k] = np.inf
+            k = int(np.argmin(r))
+            if not r[k] < rstar * (1 - 1e-12):
+                load[cur_links[j]] += vols[j]
                 continue
-            cur[j], links_of[j] = best, best_ls
-            load[best_ls] += vols[j]
+            idx[j] = k
+            cur_links[j] = topology.path_links(paths[j][k])
+            load[cur_links[j]] += vols[j]
             moved = True
             moves += 1
             break
         if not moved:
             break
-    return {f.flow_id: p for f, p in zip(flows, cur)}
+    return {f.flow_id: paths[j][idx[j]] for j, f in enumerate(flows)}
 
 
 def improved_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
