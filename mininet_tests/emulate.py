@@ -42,8 +42,29 @@ SCHEDULERS = ("rapier", "routing-only", "baseline")
 LOG = logging.getLogger("rapier-emulate")
 
 
+def controller_named(coflows: Sequence) -> list:
+    """The workload with flow ids as the controller names them: ``<coflow>/<n>``, n from 0.
+
+    ``testbed_workload`` numbers flows as Table II does (``1/1``..``3/7``); the
+    controller names a submitted coflow's flows by their index.  ECMP (``baseline``)
+    hashes the flow id, so the simulator must use the controller's names to draw the
+    same paths as the emulated run.
+    """
+    from rapier_app.core.model import CoflowSpec, FlowSpec
+
+    out = []
+    for c in coflows:
+        flows = tuple(FlowSpec(f"{c.coflow_id}/{n}", c.coflow_id, f.src, f.dst, f.size_bytes,
+                               f.dst_port) for n, f in enumerate(c.flows))
+        out.append(CoflowSpec(c.coflow_id, c.arrival_s, flows, c.weight))
+    return out
+
+
 def simulate_testbed(scheduler: str, scale: float, link_bps: float) -> List[float]:
     """Simulated CCTs (s, coflow order 1..3) of the scaled Table II scenario.
+
+    Same topology (``leaf_spine(3, 3, 3, link_bps)``), sizes and flow ids
+    (:func:`controller_named`) as the emulated run.
 
     Raises:
         rapier_app.scheduling.SchedulerError: unknown scheduler.
@@ -55,7 +76,8 @@ def simulate_testbed(scheduler: str, scale: float, link_bps: float) -> List[floa
 
     load_all()
     topo = leaf_spine(3, 3, 3, link_bps=link_bps)
-    res = simulate(topo, testbed_workload(scale), make_scheduler(scheduler, topo))
+    res = simulate(topo, controller_named(testbed_workload(scale)),
+                   make_scheduler(scheduler, topo))
     return [float(x) for x in res.ccts]
 
 

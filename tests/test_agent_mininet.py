@@ -145,3 +145,15 @@ def test_emulate_rejects_bad_arguments(capsys):
     assert ei.value.code == 2 and "--scale" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--scenario", "fig1"])
+
+
+def test_controller_named_matches_controller_flow_ids():
+    from mininet_tests.emulate import controller_named
+    from rapier_app.core.workload import testbed_workload
+
+    named = controller_named(testbed_workload(0.5))
+    assert [[f.flow_id for f in c.flows] for c in named] == [
+        ["1/0", "1/1", "1/2"], ["2/0", "2/1"], ["3/0", "3/1"]]
+    orig = testbed_workload(0.5)
+    assert [(f.src, f.dst, f.size_bytes, f.dst_port) for c in named for f in c.flows] == \
+        [(f.src, f.dst, f.size_bytes, f.dst_port) for c in orig for f in c.flows]
