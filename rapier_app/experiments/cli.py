@@ -111,8 +111,24 @@ def cmd_big(a) -> int:
                 log(f"  - {name}: {done}/{total} coflows done, sim time {now:.3f} s, "
                     f"wall {time.perf_counter() - ts:.0f} s")
 
-        res = Simulator(topo, coflows, make_scheduler(name, topo, seed=a.seed),
-                        progress=progress, record_flows=False).run()
+        sched = make_scheduler(name, topo, seed=a.seed)
+        inner = sched.schedule
+        n_flows = sum(len(c.flows) for c in coflows)
+        count = [0]
+
+        def logged(now, states, inner=inner, ts=ts, name=name):
+            out = inner(now, states)
+            count[0] += 1
+            if count[0] % a.log_every == 0:
+                left = sum(len(c.active_flows()) for c in states)
+                el = time.perf_counter() - ts
+                log(f"  - {name}: event {count[0]} (an event per arrival or completion; "
+                    f"about {n_flows + len(coflows)} in all), sim time {now:.4f} s, "
+                    f"{left} active flows, wall {el:.0f} s, {el / count[0]:.2f} s/event")
+            return out
+
+        sched.schedule = logged
+        res = Simulator(topo, coflows, sched, progress=progress, record_flows=False).run()
         avg = float(res.ccts.mean())
         log(f"- **{name}**: average CCT {avg:.4f} s (x{avg / np.mean(list(lb.values())):.2f} "
             f"the bound), {res.events} events, wall {res.wall_s:.1f} s")
@@ -159,6 +175,7 @@ def main(argv=None) -> int:
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--schemes", default="rapier,baseline,routing-only,scheduling-only")
     b.add_argument("--out", default="results/eval")
+    b.add_argument("--log-every", type=int, default=20, help="log every N scheduler calls")
     b.set_defaults(fn=cmd_big)
     a = p.parse_args(argv)
     try:
