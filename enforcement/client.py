@@ -19,6 +19,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self.unix_path = path
 
     def connect(self) -> None:
+        """Connect to the Unix socket (OSError if it is missing or refuses)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         sock.connect(self.unix_path)

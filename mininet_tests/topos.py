@@ -101,6 +101,7 @@ class DefinedTopo(Topo):
     """
 
     def build(self, definition="leafspine:3,3,3", bw_mbps: Optional[float] = None) -> None:
+        """Add hosts, switches and links (Mininet calls this from ``Topo.__init__``)."""
         topo = definition if isinstance(definition, Topology) else build_topology(definition)
         if bw_mbps is not None and not bw_mbps > 0:
             raise TopologyError(f"bw_mbps: must be positive, got {bw_mbps!r}")
