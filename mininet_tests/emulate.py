@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -192,6 +193,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     names = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     if not names:
         ap.error("--schedulers: empty")
+    if os.geteuid() != 0:
+        print("rapier-emulate: must run as root (Mininet, Open vSwitch, tc)", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
 
