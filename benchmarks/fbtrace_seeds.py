@@ -12,8 +12,11 @@ Usage (from the repository root)::
 
 ``--limit N`` replays the first N coflows of the trace (all 526 without it);
 ``--skip-run`` rebuilds the table from existing outputs.  Each topology's outputs
-(``coflows.csv``, ``summary.json``, ``cct_cdf.png`` written by rapier-sim) go to
-``OUT/<topology>/``; the table goes to ``OUT/table.md``.
+(rapier-sim's ``coflows.csv`` and ``summary.json``, one run per scheduler under
+``OUT/<topology>/runs/<scheduler>/``) are merged into ``OUT/<topology>/`` with a
+CDF plot ``cct_cdf.png``; the table goes to ``OUT/table.md``.  Runs of different
+schedulers can be started in parallel with ``--schedulers NAME --topologies SPEC``
+and merged afterwards with ``--skip-run``.
 """
 
 from __future__ import annotations
@@ -47,17 +50,79 @@ PUBLISHED = {
 }
 
 
-def run_cli(topology: str, limit, schedulers: List[str], out: str) -> None:
-    """Run rapier-sim for one topology into ``out`` (raises SystemExit on failure)."""
+def topo_dir(out: str, topology: str) -> str:
+    """Output folder of one topology: ``OUT/bigswitch_150`` etc."""
+    return os.path.join(out, topology.replace(":", "_").replace(",", "_"))
+
+
+def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
+    """Run rapier-sim for one scheduler on one topology into ``out``.
+
+    Raises:
+        SystemExit: rapier-sim exits non-zero.
+    """
     from rapier_app import cli
 
-    argv = ["--topology", topology, "--trace", TRACE, "--schedulers", ",".join(schedulers),
-            "--no-bound", "--out", out]
+    argv = ["--topology", topology, "--trace", TRACE, "--schedulers", scheduler,
+            "--no-bound", "--no-plot", "--quiet", "--out", out]
     if limit:
         argv += ["--limit", str(limit)]
     rc = cli.main(argv)
     if rc:
-        raise SystemExit(f"rapier-sim failed on {topology} (exit {rc})")
+        raise SystemExit(f"rapier-sim failed on {topology} with {scheduler} (exit {rc})")
+
+
+def merge(tdir: str, schedulers: List[str]) -> None:
+    """Merge the per-scheduler runs under ``tdir/runs/`` into ``tdir/summary.json``
+    and ``tdir/coflows.csv`` (schedulers in the given order, missing ones skipped)
+    and draw ``tdir/cct_cdf.png``."""
+    summary, rows, header = None, [], None
+    for name in schedulers:
+        d = os.path.join(tdir, "runs", name)
+        if not os.path.exists(os.path.join(d, "summary.json")):
+            continue
+        with open(os.path.join(d, "summary.json")) as fh:
+            s = json.load(fh)
+        if summary is None:
+            summary = dict(s, schedulers={})
+        summary["schedulers"].update(s["schedulers"])
+        with open(os.path.join(d, "coflows.csv")) as fh:
+            r = list(csv.reader(fh))
+        header = r[0]
+        rows += r[1:]
+    if summary is None:
+        raise SystemExit(f"no runs under {tdir}/runs")
+    summary.pop("improvement_over_baseline", None)
+    with open(os.path.join(tdir, "summary.json"), "w") as fh:
+        json.dump(summary, fh, indent=2)
+    with open(os.path.join(tdir, "coflows.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    plot_cdf(tdir, summary)
+
+
+def plot_cdf(tdir: str, summary: dict) -> None:
+    """CDF of CCTs (log x) of every scheduler into ``tdir/cct_cdf.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ccts = read_ccts(os.path.join(tdir, "coflows.csv"))
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=90)
+    for name in summary["schedulers"]:
+        v = np.sort(np.array(list(ccts[name].values())))
+        ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=name, lw=1.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("coflow completion time (s)")
+    ax.set_ylabel("fraction of coflows")
+    ax.set_title(f"{summary['workload']}\non {summary['topology']}", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(os.path.join(tdir, "cct_cdf.png"))
+    plt.close(fig)
 
 
 def read_ccts(path: str) -> Dict[str, Dict[str, float]]:
@@ -73,7 +138,7 @@ def table(out: str, topologies: List[str]) -> str:
     """Markdown table of every topology's results under ``out``."""
     lines = []
     for topo in topologies:
-        d = os.path.join(out, topo.replace(":", "_").replace(",", "_"))
+        d = topo_dir(out, topo)
         with open(os.path.join(d, "summary.json")) as fh:
             summ = json.load(fh)
         ccts = read_ccts(os.path.join(d, "coflows.csv"))
@@ -115,10 +180,13 @@ def main(argv=None) -> int:
     p.add_argument("--skip-run", action="store_true", help="only rebuild the table")
     args = p.parse_args(argv)
     topos = [t for t in args.topologies.split(";") if t]
+    names = args.schedulers.split(",")
     for t in topos:
-        d = os.path.join(args.out, t.replace(":", "_").replace(",", "_"))
+        d = topo_dir(args.out, t)
         if not args.skip_run:
-            run_cli(t, args.limit, args.schedulers.split(","), d)
+            for name in names:
+                run_cli(t, args.limit, name, os.path.join(d, "runs", name))
+        merge(d, SCHEDULERS + [n for n in names if n not in SCHEDULERS])
     md = table(args.out, topos)
     with open(os.path.join(args.out, "table.md"), "w") as fh:
         fh.write(md)
