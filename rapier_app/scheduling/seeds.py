@@ -127,7 +127,7 @@ class _Group:
     reusable :class:`Allocation` objects; ``done_bytes`` counts the bytes of the
     coflow's flows that finished (their counters no longer change)."""
 
-    __slots__ = ("n", "flows", "paths", "P", "ports", "ids", "allocs", "done_bytes")
+    __slots__ = ("n", "flows", "paths", "P", "ports", "ids", "allocs", "done_bytes", "sizes")
 
     def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
                  allocs: Optional[List[Allocation]] = None, done_bytes: float = 0.0):
@@ -139,6 +139,8 @@ class _Group:
         self.ids = [f.flow_id for f in flows]
         self.allocs = allocs if allocs is not None else [Allocation(p, 0.0) for p in paths]
         self.done_bytes = done_bytes
+        #: flow sizes in bytes, filled by clairvoyant schedulers only (Sincronia)
+        self.sizes: Optional[np.ndarray] = None
         if n:
             last = (P < L).sum(axis=1) - 1
             #: per flow, (first link, last link) of its path: the access "ports"
@@ -215,9 +217,11 @@ class _SeedScheduler(Scheduler):
             keep = [f.finish_s is None for f in g.flows]
             done = g.done_bytes + sum([f.bytes_sent for f, k in zip(g.flows, keep) if not k])
             m = np.array(keep, dtype=bool)
+            sizes = None if g.sizes is None else g.sizes[m]
             g = _Group([f for f, k in zip(g.flows, keep) if k],
                        [p for p, k in zip(g.paths, keep) if k], g.P[m], self._L,
                        [a for a, k in zip(g.allocs, keep) if k], done)
+            g.sizes = sizes
             self._groups[c.coflow_id] = g
         return g
 
@@ -230,7 +234,7 @@ class _SeedScheduler(Scheduler):
                 self._rows.pop(fid, None)
             self._last_rates.pop(cid, None)
 
-    def fresh_residual(self) -> np.ndarray:
+    def fresh_residual(self) -> np.ndarray:  # noqa: D401
         """Full capacities (bit/s) plus the dummy ``inf`` entry."""
         return self._cap.copy()
 
@@ -323,6 +327,8 @@ class _SeedScheduler(Scheduler):
         return Schedule(alloc, order=order, info=info or {})
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
+        """Paths (sticky ECMP) and rates (bit/s) for every active flow at ``now`` (s);
+        the discipline is the subclass's :meth:`plan`."""
         self._forget(coflows)
         live = [c for c in coflows if c.active_flows()]
         rates = {}
@@ -339,6 +345,7 @@ class _SeedScheduler(Scheduler):
 
     @staticmethod
     def all_mask(g: _Group) -> np.ndarray:
+        """Boolean mask selecting every active flow of ``g``."""
         return np.ones(g.n, dtype=bool)
 
 
@@ -582,9 +589,11 @@ class Philae(Aalo):
         self._estimate: Dict[str, float] = {}   # coflow_id -> mean flow size (bytes)
 
     def weight(self, q: int) -> float:
+        """Weight of 0-based class q: ``weight_base ** (K - 1 - q)``."""
         return float(self.weight_base ** (self.K - 1 - q))
 
     def next_wakeup(self, now: float) -> Optional[float]:
+        """None: Philae is event triggered (Table 1), it needs no periodic call."""
         return None  # Philae is event triggered (Table 1): no periodic work
 
     @staticmethod
@@ -863,7 +872,9 @@ class Sincronia(_SeedScheduler):
             g = self.group(c)
             if g.n == 0:
                 continue
-            rem = np.fromiter((f.remaining_bytes for f in g.flows), float, g.n) * BITS
+            if g.sizes is None:
+                g.sizes = np.array([f.size_bytes for f in g.flows], dtype=float)
+            rem = np.maximum(g.sizes - np.array([f.bytes_sent for f in g.flows]), 0.0) * BITS
             w = np.repeat(rem, g.P.shape[1])
             idx = g.P.ravel()
             m = idx < L
