@@ -17,7 +17,8 @@ from rapier_app.scheduling.seeds import (MIB, Aalo, bssi_lp_select, bssi_order, 
 from rapier_app.sim.simulator import simulate
 
 GBPS = 1e9
-SEEDS = ["fifo", "aalo", "philae", "sincronia", "sincronia-immediate", "optas"]
+SEEDS = ["fifo", "aalo", "philae", "sincronia", "sincronia-immediate", "sincronia-maxmin",
+         "optas"]
 NON_CLAIRVOYANT = ["fifo", "aalo", "philae", "optas"]
 
 
@@ -97,6 +98,20 @@ def test_sincronia_scheduler_orders_and_runs_fig1():
     assert cct(res, "C4") == pytest.approx(2 + EPS, rel=1e-9)
     assert cct(res, "C5") == pytest.approx(3 + EPS, rel=1e-9)
     assert cct(res, "C1") == pytest.approx(4 + EPS, rel=1e-9)
+
+
+def test_sincronia_maxmin_rates_fig1():
+    topo = build_topology("bigswitch:4")
+    unit = GBPS / 8
+    res = simulate(topo, fig1_coflows(unit),
+                   make_scheduler("sincronia", topo, immediate=True, rates="maxmin"))
+    # Same order; max-min inside C1: its h4->h4 flow runs [0,1], C5 then has ingress 4
+    # alone until 2+eps (sent 1+eps).  From 2+eps C1's seven other unit flows all get
+    # 0.5 (two per ingress 1-3, two per egress 1) -> end 4+eps; C5 gets the 0.5 left
+    # on ingress/egress 4 for its last unit -> also 4+eps.
+    assert cct(res, "C2") == pytest.approx(2 + EPS, rel=1e-9)
+    assert cct(res, "C1") == pytest.approx(4 + EPS, rel=1e-9)
+    assert cct(res, "C5") == pytest.approx(4 + EPS, rel=1e-9)
 
 
 def test_orphan_order_paper_example():

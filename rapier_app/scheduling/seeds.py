@@ -820,9 +820,16 @@ class Sincronia(_SeedScheduler):
         epochs_per_horizon: epochs before the time horizon resets, default 8.
         immediate: recompute BSSI over all live coflows at every call instead of
             epochs (then there are no orphans).
+        rates: ``"greedy"`` (Algorithm 2, default) or ``"maxmin"``: coflows in the
+            same order, each coflow's flows max-min fair on what earlier coflows left.
+            Both are work conserving, preemptive and order preserving, the class for
+            which Theorem 1 (Section 3.2) holds "irrespective of the per-flow rate
+            allocation"; ``maxmin`` keeps a coflow's flows running together, so a
+            flow-level simulation needs far fewer events.
 
     Raises:
-        SchedulerError: non-positive epoch_s, growth < 1, epochs_per_horizon < 1.
+        SchedulerError: non-positive epoch_s, growth < 1, epochs_per_horizon < 1,
+            unknown rates.
 
     Readings: d_c^p is the coflow's remaining bits on link p (its flows' ECMP paths)
     divided by the link capacity, i.e. seconds; on the big switch the links are the
@@ -837,8 +844,11 @@ class Sincronia(_SeedScheduler):
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  epoch_s: float = 0.1, growth: float = 2.0, epochs_per_horizon: int = 8,
-                 immediate: bool = False):
+                 immediate: bool = False, rates: str = "greedy"):
         super().__init__(topology, seed, max_paths)
+        if rates not in ("greedy", "maxmin"):
+            raise SchedulerError(f"rates: must be 'greedy' or 'maxmin', got {rates!r}")
+        self.rates = rates
         if not epoch_s > 0:
             raise SchedulerError(f"epoch_s: must be > 0 s, got {epoch_s!r}")
         if not growth >= 1:
@@ -942,7 +952,10 @@ class Sincronia(_SeedScheduler):
                 orphans = []
         seq = ordered + orphans
         res = self.fresh_residual()
-        if seq:
+        if seq and self.rates == "maxmin":
+            self.strict_pass([(self.group(c), self.all_mask(self.group(c))) for c in seq],
+                             res, rates)
+        elif seq:
             groups = [self.group(c) for c in seq]
             P = np.concatenate([g.P for g in groups])
             r = greedy_rates(P, res, self._tol)
@@ -968,6 +981,20 @@ class SincroniaImmediate(Sincronia):
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  **kw):
         kw["immediate"] = True
+        super().__init__(topology, seed, max_paths, **kw)
+
+
+@register("sincronia-maxmin")
+class SincroniaMaxMin(Sincronia):
+    """Sincronia (epochs, BSSI, prioritized work conservation) with order-preserving
+    max-min rates instead of Algorithm 2's greedy: coflows in Sincronia's order, each
+    coflow's flows max-min fair on what earlier coflows left.  Theorem 1 (Section 3.2)
+    covers any work-conserving, preemptive, order-preserving allocation.  Same
+    arguments as :class:`Sincronia`; ``rates`` is forced to ``"maxmin"``."""
+
+    def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
+                 **kw):
+        kw["rates"] = "maxmin"
         super().__init__(topology, seed, max_paths, **kw)
 
 
