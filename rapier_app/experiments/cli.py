@@ -38,6 +38,7 @@ def _schemes(text: str) -> list:
 
 
 def cmd_run(a) -> int:
+    """``run``: sweeps (resumable, appended to <out>/runs.csv), then the report."""
     exps = list(EXPERIMENTS) if a.experiment == "all" else [a.experiment]
     for e in exps:
         exp = EXPERIMENTS[e]
@@ -55,6 +56,8 @@ def cmd_run(a) -> int:
 
 
 def cmd_point(a) -> int:
+    """``point``: every scheme once on one (experiment, fabric, x, seed); prints the
+    rows as JSON and appends them to <out>/runs.csv when --out is given."""
     rows = run_point(a.experiment, a.fabric, a.x, a.seed, _schemes(a.schemes), a.sizes,
                      log=lambda m: print(m, flush=True))
     if a.out:
@@ -66,6 +69,7 @@ def cmd_point(a) -> int:
 
 
 def cmd_report(a) -> int:
+    """``report``: rebuild summary.csv, the PNGs and summary.md from runs.csv."""
     from .report import build_report
     for p in build_report(a.out):
         print("wrote", p)
@@ -73,6 +77,8 @@ def cmd_report(a) -> int:
 
 
 def cmd_big(a) -> int:
+    """``big``: one try on a large fabric; progress, lower bound, average CCT and
+    wall times are logged to stdout and to <out>/big_<fabric>.md as they happen."""
     from ..core.workload import synthetic
     from ..scheduling import make_scheduler
     from ..sim import Simulator
