@@ -16,7 +16,9 @@ Two layers:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import List, Optional, Sequence, Tuple
 
 
@@ -124,7 +126,7 @@ class FlowState:
     """
 
     __slots__ = ("spec", "flow_id", "coflow_id", "src", "dst", "dst_port", "bytes_sent",
-                 "finish_s", "path", "rate_bps", "_policy", "start_s")
+                 "finish_s", "path", "rate_bps", "_policy", "start_s", "_sim_idx")
 
     def __init__(self, spec: FlowSpec, policy: InfoPolicy, start_s: float):
         self.spec = spec
@@ -139,6 +141,8 @@ class FlowState:
         self.rate_bps = 0.0
         self._policy = policy
         self.start_s = start_s
+        # Index of the flow in the simulator's flow arrays (-1: no simulator owns it).
+        self._sim_idx = -1
 
     @property
     def done(self) -> bool:
@@ -167,6 +171,9 @@ class FlowState:
                 f" rate={self.rate_bps:.3g} done={self.done})")
 
 
+_FINISH = attrgetter("finish_s")
+
+
 class CoflowState:
     """Live state of one coflow: its spec, its :class:`FlowState` s and timing.
 
@@ -189,7 +196,8 @@ class CoflowState:
     def active_flows(self) -> List[FlowState]:
         """Unfinished flows, in flow order."""
         if self._active is None:
-            self._active = [f for f in self.flows if f.finish_s is None]
+            fl = self.flows
+            self._active = list(compress(fl, map(is_, map(_FINISH, fl), repeat(None))))
         return self._active
 
     def _invalidate(self) -> None:
@@ -227,7 +235,6 @@ class Allocation:
     rate_bps: float
 
 
-@dataclass
 class Schedule:
     """What a scheduler returns at one decision point.
 
@@ -239,9 +246,77 @@ class Schedule:
         fallback: coflow ids whose optimisation failed and that the controller must
             put on default forwarding (RAPIER's LP time-out), with reasons.
         info: free-form diagnostics (e.g. LP solve times) for logs and the REST API.
+
+    A schedule built with :meth:`from_vectors` keeps its allocations as parallel
+    vectors (flows, paths, rates) and builds the ``allocations`` dict only when it is
+    first read, so that the simulator can apply it without one Python object per
+    flow.  Both forms mean the same thing.
     """
 
-    allocations: dict = field(default_factory=dict)
-    order: List[str] = field(default_factory=list)
-    fallback: dict = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
+    def __init__(self, allocations: Optional[dict] = None, order: Optional[List[str]] = None,
+                 fallback: Optional[dict] = None, info: Optional[dict] = None):
+        self._allocations = {} if allocations is None else allocations
+        self.order = [] if order is None else order
+        self.fallback = {} if fallback is None else fallback
+        self.info = {} if info is None else info
+        self._vec = None
+
+    @classmethod
+    def from_vectors(cls, flows: Sequence["FlowState"], paths: Sequence[Sequence[str]],
+                     rates, order: Optional[List[str]] = None, fallback: Optional[dict] = None,
+                     info: Optional[dict] = None) -> "Schedule":
+        """A schedule given as parallel vectors: ``flows[i]`` gets ``paths[i]`` (node
+        names; ``None``: no allocation, the flow waits with no path) at ``rates[i]``
+        bit/s.  Equivalent to ``Schedule({f.flow_id: Allocation(p, float(r))})``
+        (a later duplicate flow id wins), but the dict is only built on first access
+        to :attr:`allocations`; the simulator reads the vectors directly.  Paths are
+        stored as tuples (other sequences are converted); the simulator skips
+        re-validating a flow whose path is the same tuple object as at the previous
+        event, so reuse path tuples across calls.
+
+        Raises:
+            ValueError: the three vectors differ in length.
+        """
+        import numpy as np
+
+        r = np.asarray(rates, dtype=float)
+        if not (len(flows) == len(paths) == r.shape[0]):
+            raise ValueError(f"from_vectors: {len(flows)} flows, {len(paths)} paths and "
+                             f"{r.shape[0]} rates differ in length")
+        if not set(map(type, paths)) <= {tuple, type(None)}:
+            paths = [p if (p is None or type(p) is tuple) else tuple(p) for p in paths]
+        s = cls(None, order, fallback, info)
+        s._allocations = None
+        s._vec = (flows, paths, r)
+        return s
+
+    def vectors(self):
+        """``(flows, paths, rates)`` when the schedule is still in vector form (built by
+        :meth:`from_vectors` and :attr:`allocations` never read), else ``None``.
+        ``rates`` is a float numpy array in bit/s."""
+        return self._vec if self._allocations is None else None
+
+    @property
+    def allocations(self) -> dict:
+        """flow_id -> :class:`Allocation` (built from the vectors on first access)."""
+        if self._allocations is None:
+            flows, paths, rates = self._vec
+            self._allocations = {f.flow_id: Allocation(p, r)
+                                 for f, p, r in zip(flows, paths, rates.tolist())
+                                 if p is not None}
+        return self._allocations
+
+    @allocations.setter
+    def allocations(self, value: dict) -> None:
+        self._allocations = value
+        self._vec = None
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        return ((self.allocations, self.order, self.fallback, self.info)
+                == (other.allocations, other.order, other.fallback, other.info))
+
+    def __repr__(self) -> str:
+        return (f"Schedule(allocations={self.allocations!r}, order={self.order!r}, "
+                f"fallback={self.fallback!r}, info={self.info!r})")

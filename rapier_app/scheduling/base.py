@@ -57,8 +57,19 @@ class Scheduler:
         return None
 
     def candidates(self, flow: FlowState) -> List[tuple]:
-        """Candidate paths of ``flow`` (the ECMP set, capped at ``max_paths``)."""
-        return self.topology.candidate_paths(flow.src, flow.dst, self.max_paths)
+        """Candidate paths of ``flow`` (the ECMP set, capped at ``max_paths``), cached per
+        (src, dst) pair.
+
+        Raises:
+            TopologyError: unknown host or no path.
+        """
+        key = (flow.src, flow.dst)
+        cache = self.__dict__.setdefault("_candidates_cache", {})
+        paths = cache.get(key)
+        if paths is None:
+            paths = self.topology.candidate_paths(flow.src, flow.dst, self.max_paths)
+            cache[key] = paths
+        return paths
 
     def ecmp_path(self, flow: FlowState) -> tuple:
         """ECMP: a deterministic, seeded hash of the flow over its equal-cost paths.
@@ -125,14 +136,40 @@ def max_min_fair(flow_links: Sequence[np.ndarray], capacity: np.ndarray,
     Source: Bertsekas and Gallager, Data Networks, Section 6.5.2 (max-min fairness).
     """
     n = len(flow_links)
+    if n == 0:
+        return np.zeros(0)
+    lens = np.fromiter(map(len, flow_links), dtype=np.int64, count=n)
+    lidx = np.concatenate(flow_links).astype(np.int64, copy=False)
+    return max_min_fair_flat(lens, lidx, capacity, demand, weights, rel_eps)
+
+
+def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
+                      demand: Optional[np.ndarray] = None,
+                      weights: Optional[np.ndarray] = None,
+                      rel_eps: float = 1e-9) -> np.ndarray:
+    """:func:`max_min_fair` with the flows' links given flat (CSR-like).
+
+    Args:
+        lens: per flow, the number of links of its path (int array).
+        lidx: the link indices of every flow, concatenated in flow order (int array,
+            ``lens.sum()`` long).
+        capacity, demand, weights, rel_eps: as in :func:`max_min_fair`.
+
+    Returns:
+        Per-flow rates in bit/s, identical to :func:`max_min_fair` on the same flows.
+
+    Raises:
+        ValueError: unbounded rates (a flow crosses no link and has no demand).
+    """
+    lens = np.asarray(lens, dtype=np.int64)
+    n = lens.shape[0]
     rate = np.zeros(n)
     if n == 0:
         return rate
     cap = np.asarray(capacity, dtype=float)
     L = cap.shape[0]
-    lens = np.fromiter((len(a) for a in flow_links), dtype=np.int64, count=n)
     fidx = np.repeat(np.arange(n), lens)
-    lidx = np.concatenate(flow_links).astype(np.int64) if n else np.zeros(0, np.int64)
+    lidx = np.asarray(lidx, dtype=np.int64)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     dem = np.full(n, np.inf) if demand is None else np.asarray(demand, dtype=float).copy()
     residual = np.maximum(cap.copy(), 0.0)

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import operator
+from itertools import chain, compress, repeat
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -18,9 +20,13 @@ import numpy as np
 from topologies import Topology
 
 from ..core.model import Allocation, CoflowState, FlowState, Schedule
-from .base import Scheduler, SchedulerError, max_min_fair, register
+from .base import Scheduler, SchedulerError, max_min_fair, max_min_fair_flat, register
 
 BITS = 8.0
+
+
+_FINISH = operator.attrgetter("finish_s")
+_SENT = operator.attrgetter("bytes_sent")
 
 
 class _Routed(Scheduler):
@@ -34,6 +40,8 @@ class _Routed(Scheduler):
                  routes: Optional[Mapping[str, Sequence[str]]] = None):
         super().__init__(topology, seed, max_paths)
         self._routes: Dict[str, tuple] = {k: tuple(v) for k, v in (routes or {}).items()}
+        self._route_links: Dict[str, Tuple[tuple, np.ndarray]] = {}
+        self._coflow_cache: Dict[str, tuple] = {}
         for fid, p in self._routes.items():
             topology.path_links(p)  # raises TopologyError on a path that does not exist
 
@@ -45,14 +53,115 @@ class _Routed(Scheduler):
             self._routes[flow.flow_id] = p
         return p
 
+    def routes_and_links(self, flows: Sequence[FlowState]) -> Tuple[List[tuple], List[np.ndarray]]:
+        """Paths (:meth:`route`) and their link-index arrays for ``flows``.
+
+        The (path, links) pair is cached per flow id and refreshed when ``_routes``
+        holds a different path for the flow, so the per-event cost is one dict
+        lookup per flow.
+
+        Raises:
+            TopologyError: a path that is not in the topology.
+        """
+        cache = self._route_links
+        routes = self._routes
+        get = cache.get
+        ents = [get(f.flow_id) for f in flows]
+        for i, e in enumerate(ents):
+            f = flows[i]
+            if e is None or routes.get(f.flow_id) is not e[0]:
+                p = self.route(f)
+                e = (p, self.topology.path_links(p))
+                cache[f.flow_id] = e
+                ents[i] = e
+        return [e[0] for e in ents], [e[1] for e in ents]
+
     def pick_path(self, flow: FlowState) -> tuple:
         return self.ecmp_path(flow)
 
 
+    def active_routes(self, coflows: Sequence[CoflowState]):
+        """The active flows of ``coflows`` (coflow order, then flow order) with their
+        routes, as ``(flows, paths, links, lens, lidx)``: ``paths[i]`` is the tuple
+        path of ``flows[i]``, ``links[i]`` its link indices, ``lens`` the per-flow link
+        counts and ``lidx`` all link indices concatenated (int numpy arrays).
+
+        Cached per coflow while its :meth:`CoflowState.active_flows` list is the same
+        object (the simulator and the controller build a new list whenever a flow of
+        the coflow finishes); a flow's route never changes once chosen.
+
+        Raises:
+            TopologyError: a path that is not in the topology.
+        """
+        return self._active_routes(coflows)[:5]
+
+    def _entry(self, flows: Sequence[FlowState]) -> tuple:
+        p, l = self.routes_and_links(flows)
+        ln = np.fromiter(map(len, l), np.int64, len(l))
+        li = np.concatenate(l) if l else np.zeros(0, np.int64)
+        sizes = np.array([f.spec.size_bytes for f in flows], dtype=float)
+        lpy = [tuple(a.tolist()) for a in l]
+        return (flows, p, l, ln, li, sizes, lpy)
+
+    def _active_routes(self, coflows: Sequence[CoflowState]) -> tuple:
+        # As active_routes, plus the true flow sizes (bytes; for clairvoyant schemes
+        # only) and each flow's links as a tuple of ints.
+        cache = self._coflow_cache
+        cols: List[list] = [[] for _ in range(7)]
+        for c in coflows:
+            act = c.active_flows()
+            e = cache.get(c.coflow_id)
+            if e is None or e[0][0] is not c.flows:
+                # routes of every flow of the coflow, fixed for its life
+                e = [self._entry(c.flows), None]
+                cache[c.coflow_id] = e
+            sub = e[1]
+            if sub is None or sub[0] is not act:
+                full = e[0]
+                if len(act) == len(full[0]):
+                    sub = (act,) + full[1:]
+                else:
+                    fl = full[0]
+                    mask = np.fromiter(map(operator.is_, map(_FINISH, fl), repeat(None)),
+                                       bool, len(fl))
+                    ml = mask.tolist()
+                    if int(mask.sum()) != len(act) or not all(
+                            map(operator.is_, act, compress(fl, ml))):
+                        # the active list is not the unfinished flows: route it directly
+                        sub = self._entry(act)
+                    else:
+                        sub = (act, list(compress(full[1], ml)), list(compress(full[2], ml)),
+                               full[3][mask], full[4][np.repeat(mask, full[3])],
+                               full[5][mask], list(compress(full[6], ml)))
+                e[1] = sub
+            for k in range(7):
+                cols[k].append(sub[k])
+        if len(cache) > 2 * len(coflows) + 64:
+            live = {c.coflow_id for c in coflows}
+            for k in [k for k in cache if k not in live]:
+                del cache[k]
+        out = [list(chain.from_iterable(cols[0]))]
+        for k in (1, 2, 6):
+            out.append(list(chain.from_iterable(cols[k])))
+        lens = np.concatenate(cols[3]) if cols[3] else np.zeros(0, np.int64)
+        lidx = np.concatenate(cols[4]) if cols[4] else np.zeros(0, np.int64)
+        sizes = np.concatenate(cols[5]) if cols[5] else np.zeros(0)
+        return out[0], out[1], out[2], lens, lidx, sizes, out[3]
+
+
 def fair_share(topology: Topology, flows: List[FlowState], paths: List[tuple],
-               capacity: Optional[np.ndarray] = None) -> np.ndarray:
-    """Per-flow max-min fair rates (bit/s) for ``flows`` on ``paths``."""
-    links = [topology.path_links(p) for p in paths]
+               capacity: Optional[np.ndarray] = None,
+               links: Optional[List[np.ndarray]] = None) -> np.ndarray:
+    """Per-flow max-min fair rates (bit/s) for ``flows`` on ``paths``.
+
+    ``links`` optionally gives each path's link-index array (as
+    :meth:`Topology.path_links` would), saving the per-flow lookups.
+
+    Raises:
+        TopologyError: a path that is not in the topology.
+    """
+    if links is None:
+        links = [topology.path_links(p) for p in paths]
     return max_min_fair(links, topology.capacity if capacity is None else capacity)
 
 
@@ -64,12 +173,9 @@ class Baseline(_Routed):
     """
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
-        flows = [f for c in coflows for f in c.active_flows()]
-        paths = [self.route(f) for f in flows]
-        rates = fair_share(self.topology, flows, paths)
-        return Schedule({f.flow_id: Allocation(p, float(r))
-                         for f, p, r in zip(flows, paths, rates)},
-                        order=[c.coflow_id for c in coflows])
+        flows, paths, _, lens, lidx = self.active_routes(coflows)
+        rates = max_min_fair_flat(lens, lidx, self.topology.capacity)
+        return Schedule.from_vectors(flows, paths, rates, order=[c.coflow_id for c in coflows])
 
 
 @register("fair")
@@ -96,12 +202,16 @@ class RoutingOnly(_Routed):
         new = [f for f in flows if f.flow_id not in self._routes]
         if new:
             load = np.zeros(len(topo.capacity))
-            for f in flows:
-                p = self._routes.get(f.flow_id)
-                if p is not None:
-                    load[topo.path_links(p)] += f.remaining_bytes * BITS
+            placed = [f for f in flows if f.flow_id in self._routes]
+            if placed:
+                _, pl = self.routes_and_links(placed)
+                vol = np.array([f.remaining_bytes * BITS for f in placed])
+                lens = np.fromiter(map(len, pl), np.int64, len(pl))
+                # ufunc.at adds in order, exactly as the per-flow loop did
+                np.add.at(load, np.concatenate(pl), np.repeat(vol, lens))
+            pos = {c.coflow_id: i for i, c in enumerate(coflows)}
             order = sorted(range(len(new)),
-                           key=lambda i: (coflows_index(coflows, new[i].coflow_id),
+                           key=lambda i: (pos.get(new[i].coflow_id, len(coflows)),
                                           -new[i].remaining_bytes, new[i].flow_id))
             for i in order:
                 f = new[i]
@@ -114,11 +224,9 @@ class RoutingOnly(_Routed):
                         best, best_cost = p, cost
                 self._routes[f.flow_id] = best
                 load[topo.path_links(best)] += v
-        paths = [self._routes[f.flow_id] for f in flows]
-        rates = fair_share(topo, flows, paths)
-        return Schedule({f.flow_id: Allocation(p, float(r))
-                         for f, p, r in zip(flows, paths, rates)},
-                        order=[c.coflow_id for c in coflows])
+        flows, paths, _, lens, lidx = self.active_routes(coflows)
+        rates = max_min_fair_flat(lens, lidx, topo.capacity)
+        return Schedule.from_vectors(flows, paths, rates, order=[c.coflow_id for c in coflows])
 
 
 def coflows_index(coflows: Sequence[CoflowState], cid: str) -> int:
@@ -172,26 +280,67 @@ class Varys(_Routed):
         return [k[3] for k in keyed]
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
+        # Vectorised per coflow; every sum and subtraction happens in the same order
+        # as in the per-flow formulation above (bincount and ufunc.at accumulate in
+        # input order), so the rates are bit-identical to it.
         topo = self.topology
+        cap = topo.capacity
+        L = len(cap)
         active = [c for c in coflows if c.active_flows()]
-        paths = {f.flow_id: self.route(f) for c in active for f in c.active_flows()}
-        order = self.sebf_order(active, paths)
-        residual = topo.capacity.astype(float).copy()
-        rates: Dict[str, float] = {}
-        for c in order:
-            load = {}
-            for f in c.active_flows():
-                for l in topo.path_links(paths[f.flow_id]):
-                    load[l] = load.get(l, 0.0) + f.remaining_bytes * BITS
-            if any(residual[l] <= 0 for l in load):
+        flows, paths, links, lens, all_links, sizes, lpy = self._active_routes(active)
+        # remaining bytes exactly as FlowState.remaining_bytes (Varys is clairvoyant)
+        sent = np.fromiter(map(_SENT, flows), float, len(flows))
+        rem_bits = np.maximum(sizes - sent, 0.0) * BITS
+        # per coflow: slice of flows, slice of link entries, bits per link entry
+        bounds = np.cumsum([0] + [len(c.active_flows()) for c in active])
+        ebounds = np.concatenate([[0], np.cumsum(lens)])
+        ent_bits = np.repeat(rem_bits, lens)
+        keyed = []
+        loads = []
+        for k, c in enumerate(active):
+            a, b = int(ebounds[bounds[k]]), int(ebounds[bounds[k + 1]])
+            ls = all_links[a:b]
+            load = np.bincount(ls, weights=ent_bits[a:b], minlength=L)
+            used = np.unique(ls)
+            loads.append((load, used))
+            gamma = float((load[used] / cap[used]).max()) if used.size else 0.0
+            keyed.append((gamma, c.arrival_s, c.coflow_id, k))
+        keyed.sort(key=lambda x: x[:3])
+        order_k = [x[3] for x in keyed]
+        residual = cap.astype(float).copy()
+        rates = np.zeros(len(flows))
+        for k in order_k:
+            load, used = loads[k]
+            ru = residual[used]
+            if (ru <= 0).any():
                 continue
-            gamma = max(v / residual[l] for l, v in load.items())
-            for f in c.active_flows():
-                r = f.remaining_bytes * BITS / gamma
-                rates[f.flow_id] = r
-                residual[topo.path_links(paths[f.flow_id])] -= r
+            gamma = (load[used] / ru).max()
+            f0, f1 = int(bounds[k]), int(bounds[k + 1])
+            r = rem_bits[f0:f1] / gamma
+            rates[f0:f1] = r
+            a, b = int(ebounds[f0]), int(ebounds[f1])
+            np.subtract.at(residual, all_links[a:b], np.repeat(r, lens[f0:f1]))
             np.maximum(residual, 0.0, out=residual)
-        work_conserve(topo, residual,
-                      [(f, paths[f.flow_id]) for c in order for f in c.active_flows()], rates)
-        return Schedule({fid: Allocation(p, rates.get(fid, 0.0)) for fid, p in paths.items()},
-                        order=[c.coflow_id for c in order])
+        # greedy work conservation in SEBF order, on Python floats (same IEEE
+        # arithmetic as the numpy version in work_conserve)
+        res = residual.tolist()
+        rl = rates.tolist()
+        for k in order_k:
+            for i in range(int(bounds[k]), int(bounds[k + 1])):
+                ls = lpy[i]
+                if len(ls) == 2:
+                    l0, l1 = ls
+                    x0, x1 = res[l0], res[l1]
+                    extra = x0 if x0 <= x1 else x1
+                    if extra > 0:
+                        rl[i] += extra
+                        res[l0] = x0 - extra
+                        res[l1] = x1 - extra
+                else:
+                    extra = min([res[l] for l in ls])
+                    if extra > 0:
+                        rl[i] += extra
+                        for l in ls:
+                            res[l] -= extra
+        return Schedule.from_vectors(flows, paths, np.array(rl, dtype=float),
+                                     order=[active[k].coflow_id for k in order_k])

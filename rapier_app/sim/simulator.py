@@ -13,10 +13,13 @@ simulator accounts for the flow arrival events and departure events").
 
 from __future__ import annotations
 
-import heapq
 import math
+import operator
 import time
 from dataclasses import dataclass, field
+from collections import deque
+from itertools import compress, repeat
+from operator import attrgetter
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -27,6 +30,7 @@ from ..core.model import CoflowSpec, CoflowState, FlowState, InfoPolicy
 from ..scheduling.base import Scheduler
 
 BITS = 8.0
+_UNSET = object()  # "no validated path yet" (a path may legitimately be None)
 #: Relative slack on link capacity before a schedule counts as over capacity.
 CAPACITY_SLACK = 1e-6
 
@@ -128,10 +132,23 @@ class Simulator:
         self.max_events = max_events
 
     def run(self) -> SimResult:
-        """Run to completion of every coflow and return the :class:`SimResult`."""
+        """Run to completion of every coflow and return the :class:`SimResult`.
+
+        Every flow gets a fixed index into numpy arrays (size and bytes sent, in
+        bytes) when its coflow arrives; time advances with one vectorised update per
+        event, and each :class:`FlowState`'s ``bytes_sent``, ``path``, ``rate_bps``
+        and ``finish_s`` are written back at every event, so schedulers see the same
+        state as before.  A flow's path is validated when it changes (a new path
+        object); link loads are checked at every event.
+
+        Raises:
+            SimulationError: see the class docstring.
+        """
         t_wall = time.perf_counter()
         topo = self.topology
         cap = topo.capacity
+        n_links = len(cap)
+        cap_limit = cap * (1 + CAPACITY_SLACK) + 1e-6
         res = SimResult(self.scheduler.name)
         res.bytes_offered = sum(c.total_bytes for c in self.specs)
         arrivals = list(self.specs)
@@ -139,84 +156,191 @@ class Simulator:
         now = 0.0
         active: Dict[str, CoflowState] = {}
         total = len(self.specs)
+        # Global flow arrays, indexed by FlowState._sim_idx (append-only).
+        n_glob = 0
+        size = np.zeros(1024)
+        sent = np.zeros(1024)
+        posmap = np.full(1024, -1, dtype=np.int64)  # global index -> position in act
+        # Per active position: the last validated path (a tuple; _UNSET: none) and
+        # its link indices; positions move only when flows finish.
+        cur_paths: List[object] = []
+        cur_links: List[Optional[np.ndarray]] = []
+        links_key = None  # (positions, version) of the cached link concatenation
+        links_version = 0
+        lidx_cat = lens_cat = None
+        # Active flows, in (coflow arrival order, flow order): global ids and objects.
+        act_idx = np.zeros(0, dtype=np.int64)
+        act_flows: List[FlowState] = []
+        act_dirty = False
+        new_idx: List[int] = []
+        links_sel = None
+        get_idx = attrgetter("_sim_idx")
+        isfinite = math.isfinite
+        path_links = topo.path_links
         while ai < len(arrivals) or active:
             while ai < len(arrivals) and arrivals[ai].arrival_s <= now:
                 spec = arrivals[ai]
-                active[spec.coflow_id] = CoflowState(spec, self.policy)
+                cs = CoflowState(spec, self.policy)
+                active[spec.coflow_id] = cs
+                k = len(cs.flows)
+                if n_glob + k > size.shape[0]:
+                    grow = max(2 * size.shape[0], n_glob + k)
+                    size = np.concatenate([size, np.zeros(grow - size.shape[0])])
+                    sent = np.concatenate([sent, np.zeros(grow - sent.shape[0])])
+                    posmap = np.concatenate([posmap, np.full(grow - posmap.shape[0], -1,
+                                                             dtype=np.int64)])
+                for n, f in enumerate(cs.flows):
+                    f._sim_idx = n_glob + n
+                size[n_glob:n_glob + k] = [f.spec.size_bytes for f in cs.flows]
+                sent[n_glob:n_glob + k] = [f.bytes_sent for f in cs.flows]
+                cur_paths.extend([_UNSET] * k)
+                cur_links.extend([None] * k)
+                new_idx.extend(range(n_glob, n_glob + k))
+                act_flows.extend(cs.active_flows())
+                n_glob += k
+                links_version += 1
+                act_dirty = True
                 ai += 1
             if not active:
                 now = arrivals[ai].arrival_s
                 continue
+            if act_dirty:
+                if new_idx:
+                    act_idx = np.concatenate([act_idx, np.array(new_idx, dtype=np.int64)])
+                    new_idx = []
+                posmap[act_idx] = np.arange(act_idx.shape[0])
+                act_dirty = False
             res.events += 1
             if res.events > self.max_events:
                 raise SimulationError(f"max_events: more than {self.max_events} events")
             states = list(active.values())
             sched = self.scheduler.schedule(now, states)
-            flows: List[FlowState] = []
-            rates: List[float] = []
-            link_arrays: List[np.ndarray] = []
-            alloc = sched.allocations
-            for c in states:
-                for f in c.active_flows():
+            m = len(act_flows)
+            # Per active position: path (None: no allocation) and rate in bit/s.
+            vec = sched.vectors() if hasattr(sched, "vectors") else None
+            if vec is not None:
+                vflows, vpaths, vrates = vec
+                if len(vflows) == m and all(map(operator.is_, vflows, act_flows)):
+                    path_pos = vpaths
+                    rate_pos = vrates
+                else:
+                    g = np.fromiter(map(get_idx, vflows), dtype=np.int64, count=len(vflows))
+                    pos = np.full(len(vflows), -1, dtype=np.int64)
+                    ok = (g >= 0) & (g < n_glob)
+                    pos[ok] = posmap[g[ok]]
+                    path_pos = [None] * m
+                    rate_pos = np.zeros(m)
+                    for k in np.flatnonzero(pos >= 0).tolist():
+                        j = int(pos[k])
+                        if act_flows[j] is vflows[k]:
+                            path_pos[j] = vpaths[k]
+                            rate_pos[j] = vrates[k]
+            else:
+                alloc = sched.allocations
+                path_pos = [None] * m
+                rate_list = [0.0] * m
+                for j, f in enumerate(act_flows):
                     a = alloc.get(f.flow_id)
-                    if a is None or a.rate_bps <= 0:
-                        f.rate_bps = 0.0
-                        f.path = None if a is None else tuple(a.path)
-                        continue
-                    p = a.path
-                    if p[0] != f.src or p[-1] != f.dst:
-                        raise SimulationError(f"path: flow {f.flow_id} ({f.src}->{f.dst}) got "
-                                              f"path {'-'.join(p)} with wrong endpoints")
-                    try:
-                        ls = topo.path_links(p)
-                    except TopologyError as exc:
-                        raise SimulationError(f"flow {f.flow_id}: {exc}") from None
-                    if not math.isfinite(a.rate_bps):
-                        raise SimulationError(f"rate_bps: flow {f.flow_id} got rate {a.rate_bps}")
-                    f.path = tuple(p)
-                    f.rate_bps = float(a.rate_bps)
-                    flows.append(f)
-                    rates.append(f.rate_bps)
-                    link_arrays.append(ls)
-            rate_arr = np.array(rates)
-            if flows:
-                lens = np.fromiter((len(x) for x in link_arrays), np.int64, len(link_arrays))
-                load = np.bincount(np.concatenate(link_arrays), weights=np.repeat(rate_arr, lens),
-                                   minlength=len(cap))
+                    if a is not None:
+                        p = a.path
+                        path_pos[j] = p if type(p) is tuple else tuple(p)
+                        rate_list[j] = a.rate_bps
+                rate_pos = np.array(rate_list, dtype=float)
+            # flows that send: an allocation with a positive (or NaN: caught below) rate
+            pos_mask = ~(rate_pos <= 0)
+            same = np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool, count=m)
+            for j in np.flatnonzero(pos_mask & ~same).tolist():
+                p = path_pos[j]
+                if p is None:
+                    pos_mask[j] = False
+                    continue
+                f = act_flows[j]
+                if p[0] != f.src or p[-1] != f.dst:
+                    raise SimulationError(f"path: flow {f.flow_id} ({f.src}->{f.dst}) got "
+                                          f"path {'-'.join(p)} with wrong endpoints")
+                try:
+                    ls = path_links(p)
+                except TopologyError as exc:
+                    raise SimulationError(f"flow {f.flow_id}: {exc}") from None
+                cur_paths[j] = p if type(p) is tuple else _UNSET
+                cur_links[j] = ls
+                links_version += 1
+            bad = pos_mask & ~np.isfinite(rate_pos)
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                raise SimulationError(f"rate_bps: flow {act_flows[j].flow_id} got rate "
+                                      f"{rate_pos[j]}")
+            rate_clean = np.where(pos_mask, rate_pos, 0.0)
+            deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
+            deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
+            sel_arr = np.flatnonzero(pos_mask)
+            mask_list = pos_mask.tolist()
+            n_sel = sel_arr.shape[0]
+            gsel = act_idx[sel_arr]
+            rate_arr = rate_pos[sel_arr]
+            if n_sel:
+                key = (links_version, m, n_sel)
+                if key != links_key or not np.array_equal(sel_arr, links_sel):
+                    sel_links = list(compress(cur_links, mask_list))
+                    lens_cat = np.fromiter(map(len, sel_links), np.int64, n_sel)
+                    lidx_cat = np.concatenate(sel_links)
+                    links_key, links_sel = key, sel_arr
+                load = np.bincount(lidx_cat, weights=np.repeat(rate_arr, lens_cat),
+                                   minlength=n_links)
                 util = load / cap
                 worst = int(np.argmax(util))
                 res.max_link_utilisation = max(res.max_link_utilisation, float(util[worst]))
-                if load[worst] > cap[worst] * (1 + CAPACITY_SLACK) + 1e-6:
+                if load[worst] > cap_limit[worst]:
                     u, v = topo.links[worst]
                     raise SimulationError(
                         f"capacity: link {u}->{v} carries {load[worst]:.6g} bit/s over its "
                         f"capacity {cap[worst]:.6g} bit/s at t={now:.9g} s "
                         f"(scheduler {self.scheduler.name})")
-            remaining = np.array([f._true_remaining() for f in flows])
-            ttf = remaining * BITS / rate_arr if flows else np.zeros(0)
-            t_next = now + (float(ttf.min()) if flows else math.inf)
+            remaining = np.maximum(size[gsel] - sent[gsel], 0.0)
+            ttf = remaining * BITS / rate_arr
+            t_next = now + (float(ttf.min()) if n_sel else math.inf)
             if ai < len(arrivals):
                 t_next = min(t_next, arrivals[ai].arrival_s)
             wake = self.scheduler.next_wakeup(now)
             if wake is not None and wake > now:
                 t_next = min(t_next, wake)
             if not math.isfinite(t_next):
-                waiting = sum(len(c.active_flows()) for c in states)
-                raise SimulationError(f"deadlock: scheduler {self.scheduler.name} left {waiting} "
+                raise SimulationError(f"deadlock: scheduler {self.scheduler.name} left {m} "
                                       f"flows without bandwidth at t={now:.9g} s and no event "
                                       f"is pending")
             dt = t_next - now
-            if flows:
+            touched = set()
+            if n_sel:
                 finished = ttf <= dt * (1 + 1e-9) + 1e-12
-                sent = rate_arr * dt / BITS
-                for i, f in enumerate(flows):
-                    if finished[i]:
-                        f.bytes_sent = f.spec.size_bytes
+                new_sent = sent[gsel] + rate_arr * dt / BITS
+                fin = np.flatnonzero(finished)
+                if fin.size:
+                    new_sent[fin] = size[gsel[fin]]
+                sent[gsel] = new_sent
+                deque(map(setattr, compress(act_flows, mask_list), repeat("bytes_sent"),
+                          new_sent.tolist()), 0)
+                if fin.size:
+                    keep = np.ones(m, dtype=bool)
+                    fin_pos = sel_arr[fin]
+                    keep[fin_pos] = False
+                    for j in fin_pos.tolist():
+                        f = act_flows[j]
                         f.finish_s = t_next
-                    else:
-                        f.bytes_sent += sent[i]
+                        touched.add(f.coflow_id)
+                    posmap[act_idx[fin_pos]] = -1
+                    act_idx = act_idx[keep]
+                    kl = keep.tolist()
+                    act_flows = list(compress(act_flows, kl))
+                    cur_paths = list(compress(cur_paths, kl))
+                    cur_links = list(compress(cur_links, kl))
+                    links_version += 1
+                    act_dirty = True
             now = t_next
+            if not touched:
+                continue
             for c in states:
+                if c.coflow_id not in touched:
+                    continue
                 c._invalidate()
                 if not c.active_flows():
                     c.finish_s = max(f.finish_s for f in c.flows)

@@ -1,0 +1,80 @@
+"""Simulator speed on the Facebook coflow trace (bigswitch:150).
+
+Prints, per classic scheduler and trace prefix, the wall time (s), the number of
+events, the number of flow-events (active flows summed over events) and the
+microseconds per flow-event.
+
+Usage::
+
+    python benchmarks/sim_speed.py [--trace PATH] [--coflows 30,100,all]
+                                   [--schedulers baseline,scheduling-only,routing-only]
+
+Raises:
+    SystemExit: the trace file does not exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows  # noqa: E402
+from rapier_app.scheduling import make_scheduler  # noqa: E402
+from rapier_app.sim import simulate  # noqa: E402
+from topologies import build_topology  # noqa: E402
+
+DEFAULT_TRACE = os.path.join(os.path.dirname(ROOT), "shared", "traces", "FB2010-1Hr-150-0.txt")
+
+
+class _Counting:
+    """Wraps a scheduler to count active flows per decision point (flow-events)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.flow_events = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def schedule(self, now, coflows):
+        self.flow_events += sum(len(c.active_flows()) for c in coflows)
+        return self.inner.schedule(now, coflows)
+
+
+def main(argv=None) -> int:
+    """Run the benchmark; returns the process exit code."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", default=DEFAULT_TRACE)
+    ap.add_argument("--coflows", default="30,100")
+    ap.add_argument("--schedulers", default="baseline,scheduling-only,routing-only")
+    ap.add_argument("--topology", default="bigswitch:150")
+    a = ap.parse_args(argv)
+    if not os.path.exists(a.trace):
+        raise SystemExit(f"trace: {a.trace} does not exist")
+    tr = read_trace(a.trace)
+    topo = build_topology(a.topology)
+    mapping = port_mapping(150, topo)
+    print(f"{'scheduler':16s} {'coflows':>7s} {'flows':>8s} {'events':>7s} "
+          f"{'flow-events':>12s} {'wall s':>9s} {'us/flow-ev':>10s} {'mean CCT s':>12s}")
+    for lim in a.coflows.split(","):
+        n = None if lim == "all" else int(lim)
+        cfs = trace_to_coflows(tr, mapping, n)
+        for name in a.schedulers.split(","):
+            s = _Counting(make_scheduler(name, topo))
+            t = time.perf_counter()
+            r = simulate(topo, cfs, s, record_flows=False)
+            wall = time.perf_counter() - t
+            print(f"{name:16s} {len(cfs):7d} {sum(c.width for c in cfs):8d} {r.events:7d} "
+                  f"{s.flow_events:12d} {wall:9.2f} {1e6 * wall / max(s.flow_events, 1):10.2f} "
+                  f"{r.ccts.mean():12.6f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
