@@ -323,10 +323,17 @@ class Varys(_Routed):
             np.maximum(residual, 0.0, out=residual)
         # greedy work conservation in SEBF order, on Python floats (same IEEE
         # arithmetic as the numpy version in work_conserve)
+        # A flow with a link at zero residual now can get nothing later (residuals
+        # only fall and stay >= 0), so only the others are visited.
         res = residual.tolist()
         rl = rates.tolist()
+        if len(flows):
+            room = np.minimum.reduceat(residual[all_links], ebounds[:-1]) > 0
+        else:
+            room = np.zeros(0, dtype=bool)
         for k in order_k:
-            for i in range(int(bounds[k]), int(bounds[k + 1])):
+            f0, f1 = int(bounds[k]), int(bounds[k + 1])
+            for i in (np.flatnonzero(room[f0:f1]) + f0).tolist():
                 ls = lpy[i]
                 if len(ls) == 2:
                     l0, l1 = ls
