@@ -40,19 +40,27 @@ def plot_group(path: str, experiment: str, fabric_name: str, sizes: str,
                      key=lambda s: (["rapier", "rapier-ls", "scheduling-only", "routing-only",
                                      "baseline"] + [s]).index(s))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    colors = {s: f"C{i % 10}" for i, s in enumerate(schemes)}
     for s in schemes:
         rs = sorted((r for r in rows if r["scheme"] == s), key=lambda r: r["x"])
         xs = [r["x"] for r in rs]
         ys = [r["avg_cct_s"] for r in rs]
         err = [0 if math.isnan(r["avg_cct_ci95"]) else r["avg_cct_ci95"] for r in rs]
-        a1.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=s)
+        style = "-" if s in ("rapier", "rapier-ls", "scheduling-only", "routing-only",
+                             "baseline") else ":"
+        a1.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=s, color=colors[s],
+                    ls=style)
         if s != "baseline":
-            a2.plot(xs, [100 * r["improvement"] for r in rs], marker="o", label=s)
+            a2.plot(xs, [100 * r["improvement"] for r in rs], marker="o", label=s,
+                    color=colors[s], ls=style)
     lb = {}
     for r in rows:
         lb[r["x"]] = r["lower_bound_s"]
     xs = sorted(lb)
     a1.plot(xs, [lb[x] for x in xs], "k--", label="lower bound (LP 4)")
+    if experiment == "width":
+        for ax in (a1, a2):
+            ax.set_xscale("log", base=2)
     a1.set_xlabel(XLABEL[experiment])
     a1.set_ylabel("average CCT (s)")
     a1.set_title(f"{EXPERIMENTS[experiment].figure} (a): {fabric_name}")
