@@ -19,3 +19,5 @@ $E run --experiment width    --fabric fattree512,vl2-512 --values 64 --tries 1 \
 # one try on the 8192-server fat-tree, rapier only (log and wall time in
 # results/eval/big_fattree8192.md)
 $E big --fabric fattree8192 --schemes rapier --log-every 10
+$E big --fabric fattree8192 --schemes baseline,scheduling-only --log-every 200 --out /tmp/big_base
+cp /tmp/big_base/big_fattree8192.md results/eval/big_fattree8192_baseline_scheduling-only.md
