@@ -134,5 +134,36 @@ topos = {
     "spec": lambda spec="leafspine:3,3,3": DefinedTopo(spec),
 }
 
+from mininet.node import OVSSwitch, RemoteController  # noqa: E402
+
+
+class RyuRemote(RemoteController):
+    """Remote controller at 127.0.0.1:6653 for ``ryu-manager`` started by hand.
+
+    Skips Mininet's ``telnet`` probe of the OpenFlow port: telnet prints Ryu's binary
+    OFPT_HELLO and Mininet 2.3's UTF-8 reader fails on it (UnicodeDecodeError).
+    """
+
+    def __init__(self, name: str, ip: str = "127.0.0.1", port: int = 6653, **kw):
+        super().__init__(name, ip=ip, port=port, **kw)
+
+    def checkListening(self) -> None:
+        """No probe (see the class docstring)."""
+
+
+class UserOVS(OVSSwitch):
+    """Open vSwitch on the userspace datapath speaking OpenFlow 1.3 (these machines
+    have no openvswitch kernel module; see shared/ENVIRONMENT.md)."""
+
+    def __init__(self, name: str, **kw):
+        kw.setdefault("datapath", "user")
+        kw.setdefault("protocols", "OpenFlow13")
+        super().__init__(name, **kw)
+
+
+#: ``mn --custom mininet_tests/topos.py --switch ovsuser --controller ryu``.
+switches = {"ovsuser": UserOVS}
+controllers = {"ryu": RyuRemote}
+
 #: The three topologies the emulation tests run (spec strings for build_topology).
 TEST_TOPOLOGIES = ("fattree:4", "vl2:4,4,2", "leafspine:3,3,3")
