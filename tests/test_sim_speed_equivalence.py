@@ -2,7 +2,9 @@
 
 The CCTs below (seconds) were computed with the per-flow simulator and classic
 schedulers before they were vectorised (commit 3eaaed1); every run must give the
-same CCTs to 1e-9 relative and the same number of events.  Run this file as a
+same CCTs to 1e-9 relative and the same number of events.  The pins were made
+with a decision at every flow completion, so the runs here force
+``reschedule_on="flow"`` (RAPIER and Varys default to coflow events since).  Run this file as a
 script (``python tests/test_sim_speed_equivalence.py``) to print the current
 values in the format of ``PINNED``.
 """
@@ -48,7 +50,7 @@ CASES = ([("fig1", s) for s in CLASSIC + ["rapier", "sincronia", "aalo"]]
 
 def _run(wl, sched):
     topo, cfs = _workload(wl)
-    res = simulate(topo, cfs, make_scheduler(sched, topo))
+    res = simulate(topo, cfs, make_scheduler(sched, topo), reschedule_on="flow")
     return ({r.coflow_id: r.cct_s for r in res.coflows}, res.events,
             {r.flow_id: r.finish_s for r in res.flows})
 

@@ -262,9 +262,13 @@ class Varys(_Routed):
     capacities left by earlier coflows, so that all of C's flows finish together; a
     coflow with a flow on a saturated link (Gamma' infinite) gets no MADD rate.
     Work conservation then hands residual bandwidth to flows greedily in SEBF order.
-    Recomputed at every event, hence preemptive.  On a big switch the links are
-    exactly Varys's ingress/egress ports.
+    Recomputed at every coflow arrival and completion (Varys's coordinator
+    reallocates on those events, Varys Section 5; ``reschedule_on = "coflow"``), hence
+    preemptive; bandwidth freed by a single flow waits for the next such event.  On
+    a big switch the links are exactly Varys's ingress/egress ports.
     """
+
+    reschedule_on = "coflow"
 
     def sebf_order(self, coflows: Sequence[CoflowState], paths: Dict[str, tuple]) -> List[CoflowState]:
         topo = self.topology

@@ -374,6 +374,9 @@ class Rapier(Scheduler):
     """
 
     clairvoyant = True
+    #: Section IV-C: Algorithm 1 "is invoked whenever a new coflow comes or an
+    #: existing coflow finishes"; bandwidth a single flow frees waits for that.
+    reschedule_on = "coflow"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  delta_s: float = 10.0, solver: str = "GLOP",

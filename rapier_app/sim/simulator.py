@@ -105,6 +105,17 @@ class Simulator:
             called after each coflow completes.
         record_flows: keep per-flow records (memory grows with the flow count).
         max_events: safety limit on decision points (SimulationError beyond).
+        reschedule_on: when the scheduler is called, besides coflow arrivals and its
+            own wake-ups: ``"flow"`` (every flow completion: exact per-flow
+            reallocation, as TCP fair sharing reacts), ``"coflow"`` (only when a
+            coflow completes: bandwidth a finished flow frees stays idle until the
+            next coflow event, as RAPIER Section IV-C says of Algorithm 1, "invoked
+            whenever a new coflow comes or an existing coflow finishes"), or None
+            (default) for the scheduler's own ``reschedule_on`` attribute.  Both are
+            exact: flows keep their rates between decisions and finish at their own
+            times.  With ``"coflow"``, if no coflow can finish before the next arrival
+            (a coflow has a flow without bandwidth), the next flow completion is a
+            decision point too, so nothing deadlocks.
 
     Raises (from :meth:`run`):
         SimulationError: a path that does not exist or does not join the flow's
@@ -115,7 +126,8 @@ class Simulator:
 
     def __init__(self, topology: Topology, coflows: Sequence[CoflowSpec], scheduler: Scheduler,
                  progress: Optional[Callable[[int, int, float], None]] = None,
-                 record_flows: bool = True, max_events: int = 50_000_000):
+                 record_flows: bool = True, max_events: int = 50_000_000,
+                 reschedule_on: Optional[str] = None):
         self.topology = topology
         self.specs = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
         ids = [c.coflow_id for c in self.specs]
@@ -130,6 +142,11 @@ class Simulator:
         self.progress = progress
         self.record_flows = record_flows
         self.max_events = max_events
+        mode = reschedule_on if reschedule_on is not None else \
+            getattr(scheduler, "reschedule_on", "flow")
+        if mode not in ("flow", "coflow"):
+            raise SimulationError(f"reschedule_on: must be 'flow' or 'coflow', got {mode!r}")
+        self.reschedule_on = mode
 
     def run(self) -> SimResult:
         """Run to completion of every coflow and return the :class:`SimResult`.
@@ -161,6 +178,8 @@ class Simulator:
         size = np.zeros(1024)
         sent = np.zeros(1024)
         posmap = np.full(1024, -1, dtype=np.int64)  # global index -> position in act
+        cof_of = np.zeros(1024, dtype=np.int64)  # global index -> coflow serial
+        by_coflow = self.reschedule_on == "coflow"
         # Per active position: the last validated path (a tuple; _UNSET: none) and
         # its link indices; positions move only when flows finish.
         cur_paths: List[object] = []
@@ -189,6 +208,9 @@ class Simulator:
                     sent = np.concatenate([sent, np.zeros(grow - sent.shape[0])])
                     posmap = np.concatenate([posmap, np.full(grow - posmap.shape[0], -1,
                                                              dtype=np.int64)])
+                    cof_of = np.concatenate([cof_of, np.zeros(grow - cof_of.shape[0],
+                                                              dtype=np.int64)])
+                cof_of[n_glob:n_glob + k] = ai
                 for n, f in enumerate(cs.flows):
                     f._sim_idx = n_glob + n
                 size[n_glob:n_glob + k] = [f.spec.size_bytes for f in cs.flows]
@@ -299,6 +321,16 @@ class Simulator:
             remaining = np.maximum(size[gsel] - sent[gsel], 0.0)
             ttf = remaining * BITS / rate_arr
             t_next = now + (float(ttf.min()) if n_sel else math.inf)
+            if by_coflow and n_sel:
+                # next coflow completion: the coflow whose last active flow finishes
+                # first (flows without bandwidth never finish: inf)
+                tf_all = np.full(m, math.inf)
+                tf_all[sel_arr] = ttf
+                cofs = cof_of[act_idx]
+                starts = np.flatnonzero(np.r_[True, cofs[1:] != cofs[:-1]])
+                t_cof = float(np.maximum.reduceat(tf_all, starts).min())
+                if math.isfinite(t_cof):
+                    t_next = now + t_cof
             if ai < len(arrivals):
                 t_next = min(t_next, arrivals[ai].arrival_s)
             wake = self.scheduler.next_wakeup(now)
@@ -323,9 +355,14 @@ class Simulator:
                     keep = np.ones(m, dtype=bool)
                     fin_pos = sel_arr[fin]
                     keep[fin_pos] = False
-                    for j in fin_pos.tolist():
+                    if by_coflow:
+                        # between decisions flows finish at their own times
+                        fin_t = np.minimum(now + ttf[fin], t_next).tolist()
+                    else:
+                        fin_t = repeat(t_next)
+                    for j, tf in zip(fin_pos.tolist(), fin_t):
                         f = act_flows[j]
-                        f.finish_s = t_next
+                        f.finish_s = tf
                         touched.add(f.coflow_id)
                     posmap[act_idx[fin_pos]] = -1
                     act_idx = act_idx[keep]
