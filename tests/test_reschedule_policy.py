@@ -1,0 +1,93 @@
+"""When the simulator calls the scheduler: at every flow completion ("flow") or only
+at coflow arrivals and completions ("coflow", RAPIER Section IV-C), hand-computed."""
+
+import pytest
+
+from rapier_app.core.model import Schedule, make_coflow
+from rapier_app.scheduling import make_scheduler
+from rapier_app.scheduling.base import Scheduler
+from rapier_app.sim import simulate
+from rapier_app.sim.simulator import SimulationError
+from topologies import build_topology
+
+GBIT = 1e9  # bigswitch port speed, bit/s
+MB = 1e6 / 8  # bytes in one Mbit
+
+
+class HalfRate(Scheduler):
+    """Every active flow gets half a port (0.5 Gbit/s) on its only path; records the
+    times it is called."""
+
+    name = "half-rate"
+
+    def __init__(self, topology, mode):
+        super().__init__(topology)
+        self.reschedule_on = mode
+        self.calls = []
+
+    def schedule(self, now, coflows):
+        self.calls.append(now)
+        flows = [f for c in coflows for f in c.active_flows()]
+        return Schedule.from_vectors(flows, [self.ecmp_path(f) for f in flows],
+                                     [GBIT / 2] * len(flows))
+
+
+def _workload():
+    # coflow x: 250 Mbit (0.5 s at 0.5 Gbit/s) and 1000 Mbit (2.0 s), from h1;
+    # coflow y arrives at 1.0 s: 250 Mbit from h3 (0.5 s).
+    return [make_coflow("x", 0.0, [("h1", "h2", 250 * MB), ("h1", "h4", 1000 * MB)]),
+            make_coflow("y", 1.0, [("h3", "h2", 250 * MB)])]
+
+
+@pytest.mark.parametrize("mode,calls", [
+    ("flow", [0.0, 0.5, 1.0, 1.5]),  # every flow completion and the arrival
+    ("coflow", [0.0, 1.0, 1.5]),  # 0.5 s: a flow of x finishes, no decision
+])
+def test_decision_points(mode, calls):
+    topo = build_topology("bigswitch:4")
+    s = HalfRate(topo, mode)
+    res = simulate(topo, _workload(), s)
+    assert s.calls == pytest.approx(calls)
+    fin = {r.flow_id: r.finish_s for r in res.flows}
+    # flows finish at their own times in both modes
+    assert sorted(fin.values()) == pytest.approx([0.5, 1.5, 2.0])
+    assert {r.coflow_id: r.cct_s for r in res.coflows} == pytest.approx({"x": 2.0, "y": 0.5})
+    assert res.bytes_delivered == pytest.approx(res.bytes_offered)
+    assert res.events == len(calls)
+
+
+def test_override_and_bad_value():
+    topo = build_topology("bigswitch:4")
+    s = HalfRate(topo, "coflow")
+    simulate(topo, _workload(), s, reschedule_on="flow")
+    assert s.calls == pytest.approx([0.0, 0.5, 1.0, 1.5])
+    with pytest.raises(SimulationError, match="reschedule_on"):
+        simulate(topo, _workload(), HalfRate(topo, "flow"), reschedule_on="packet")
+
+
+def test_defaults_follow_the_papers():
+    topo = build_topology("bigswitch:4")
+    assert make_scheduler("rapier", topo).reschedule_on == "coflow"
+    assert make_scheduler("scheduling-only", topo).reschedule_on == "coflow"
+    for name in ("baseline", "routing-only", "fair", "aalo", "sincronia"):
+        assert make_scheduler(name, topo).reschedule_on == "flow"
+
+
+def test_no_deadlock_when_no_coflow_can_finish():
+    """A coflow with a flow that has no bandwidth cannot complete; the next flow
+    completion then becomes a decision point, as in "flow" mode."""
+
+    class Starve(HalfRate):
+        def schedule(self, now, coflows):
+            self.calls.append(now)
+            flows = [f for c in coflows for f in c.active_flows()]
+            # the larger flow only gets bandwidth once it is alone
+            rates = [0.0 if (len(flows) > 1 and f.spec.size_bytes > 300 * MB) else GBIT / 2
+                     for f in flows]
+            return Schedule.from_vectors(flows, [self.ecmp_path(f) for f in flows], rates)
+
+    topo = build_topology("bigswitch:4")
+    s = Starve(topo, "coflow")
+    res = simulate(topo, _workload()[:1], s)
+    assert s.calls == pytest.approx([0.0, 0.5])
+    assert res.coflows[0].cct_s == pytest.approx(2.5)
