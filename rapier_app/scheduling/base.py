@@ -203,6 +203,7 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
     tol = rel_eps * np.maximum(cap, 1.0)
     level = 0.0
     n_active = int(active.sum())
+    slot = np.empty(n, dtype=np.int64)  # scratch for _dedup
     while n_active:
         used = cnt > 0
         share = np.full(L, np.inf)
@@ -225,11 +226,11 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
             dstop += 1
         cand = np.concatenate([cand, dem_order[di:dstop]])
         di = dstop
-        newly = np.unique(cand[active[cand]])
+        newly = _dedup(cand[active[cand]], slot)
         if not newly.size:  # numerical guard: freeze the most constrained link's flows
             j = int(np.argmin(share))
-            e = by_link[lptr[j]:lptr[j + 1]]
-            newly = np.unique(fidx[e][active[fidx[e]]])
+            e = fidx[by_link[lptr[j]:lptr[j + 1]]]
+            newly = _dedup(e[active[e]], slot)
         rate[newly] = np.minimum(level * w[newly], dem[newly])
         active[newly] = False
         n_active -= newly.size
@@ -242,3 +243,10 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
         wl[cnt == 0] = 0.0
     return rate
 
+
+def _dedup(ids: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """``ids`` without repeats (first occurrences, in order), in O(len(ids)) using the
+    scratch array ``slot`` (length > max id); no sort, unlike ``np.unique``."""
+    pos = np.arange(ids.shape[0])
+    slot[ids[::-1]] = pos[::-1]
+    return ids[slot[ids] == pos]
