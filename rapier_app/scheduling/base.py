@@ -39,6 +39,11 @@ class Scheduler:
             priorities) or ``"coflow"`` (coflow completions only: a centralised
             rate allocator such as RAPIER's Algorithm 1 or Varys's).  The simulator
             follows it (see :class:`~rapier_app.sim.simulator.Simulator`).
+        reads_progress: whether :meth:`schedule` reads ``bytes_sent``, ``rate_bps``
+            or ``path`` of unfinished flows (default True).  Schemes that keep their
+            own routes and only need the active flows (ECMP + max-min fair) set it
+            False, and the simulator skips writing those fields back at every event
+            (finished flows still get their final ``bytes_sent`` and ``finish_s``).
 
     Args:
         topology: the fabric (capacities in bit/s, candidate paths).
@@ -49,6 +54,7 @@ class Scheduler:
     name = "base"
     clairvoyant = True
     reschedule_on = "flow"
+    reads_progress = True
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
         self.topology = topology

@@ -172,6 +172,8 @@ class Baseline(_Routed):
     Models TCP sharing at flow level.  Source: RAPIER Section V, "Baseline".
     """
 
+    reads_progress = False  # ECMP routes are cached; max-min needs no byte counts
+
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         flows, paths, _, lens, lidx = self.active_routes(coflows)
         rates = max_min_fair_flat(lens, lidx, self.topology.capacity)

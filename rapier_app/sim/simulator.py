@@ -155,7 +155,8 @@ class Simulator:
         bytes) when its coflow arrives; time advances with one vectorised update per
         event, and each :class:`FlowState`'s ``bytes_sent``, ``path``, ``rate_bps``
         and ``finish_s`` are written back at every event, so schedulers see the same
-        state as before.  A flow's path is validated when it changes (a new path
+        state as before (``bytes_sent``, ``path`` and ``rate_bps`` of unfinished flows
+        only for schedulers whose ``reads_progress`` is True).  A flow's path is validated when it changes (a new path
         object); link loads are checked at every event.
 
         Raises:
@@ -180,6 +181,7 @@ class Simulator:
         posmap = np.full(1024, -1, dtype=np.int64)  # global index -> position in act
         cof_of = np.zeros(1024, dtype=np.int64)  # global index -> coflow serial
         by_coflow = self.reschedule_on == "coflow"
+        reads = bool(getattr(self.scheduler, "reads_progress", True))
         # Per active position: the last validated path (a tuple; _UNSET: none) and
         # its link indices; positions move only when flows finish.
         cur_paths: List[object] = []
@@ -292,9 +294,10 @@ class Simulator:
                 j = int(np.flatnonzero(bad)[0])
                 raise SimulationError(f"rate_bps: flow {act_flows[j].flow_id} got rate "
                                       f"{rate_pos[j]}")
-            rate_clean = np.where(pos_mask, rate_pos, 0.0)
-            deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
-            deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
+            if reads:
+                rate_clean = np.where(pos_mask, rate_pos, 0.0)
+                deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
+                deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
             sel_arr = np.flatnonzero(pos_mask)
             mask_list = pos_mask.tolist()
             n_sel = sel_arr.shape[0]
@@ -349,8 +352,12 @@ class Simulator:
                 if fin.size:
                     new_sent[fin] = size[gsel[fin]]
                 sent[gsel] = new_sent
-                deque(map(setattr, compress(act_flows, mask_list), repeat("bytes_sent"),
-                          new_sent.tolist()), 0)
+                if reads:
+                    deque(map(setattr, compress(act_flows, mask_list), repeat("bytes_sent"),
+                              new_sent.tolist()), 0)
+                elif fin.size:
+                    for j, b in zip(sel_arr[fin].tolist(), new_sent[fin].tolist()):
+                        act_flows[j].bytes_sent = b
                 if fin.size:
                     keep = np.ones(m, dtype=bool)
                     fin_pos = sel_arr[fin]
