@@ -186,15 +186,20 @@ class Simulator:
         # its link indices; positions move only when flows finish.
         cur_paths: List[object] = []
         cur_links: List[Optional[np.ndarray]] = []
-        links_key = None  # (positions, version) of the cached link concatenation
-        links_version = 0
+        # All active positions' validated links, concatenated in position order
+        # (flat_lens[j] = 0 where none yet); rebuilt after arrivals and path changes,
+        # compacted in O(entries) when flows finish.
+        flat_ok = False
+        flat_lens = np.zeros(0, dtype=np.int64)
+        flat_lidx = np.zeros(0, dtype=np.int64)
         lidx_cat = lens_cat = None
+        links_key = None  # (flat generation, selected positions) of lidx_cat
+        flat_gen = 0
         # Active flows, in (coflow arrival order, flow order): global ids and objects.
         act_idx = np.zeros(0, dtype=np.int64)
         act_flows: List[FlowState] = []
         act_dirty = False
         new_idx: List[int] = []
-        links_sel = None
         get_idx = attrgetter("_sim_idx")
         isfinite = math.isfinite
         path_links = topo.path_links
@@ -222,7 +227,7 @@ class Simulator:
                 new_idx.extend(range(n_glob, n_glob + k))
                 act_flows.extend(cs.active_flows())
                 n_glob += k
-                links_version += 1
+                flat_ok = False
                 act_dirty = True
                 ai += 1
             if not active:
@@ -288,7 +293,7 @@ class Simulator:
                     raise SimulationError(f"flow {f.flow_id}: {exc}") from None
                 cur_paths[j] = p if type(p) is tuple else _UNSET
                 cur_links[j] = ls
-                links_version += 1
+                flat_ok = False
             bad = pos_mask & ~np.isfinite(rate_pos)
             if bad.any():
                 j = int(np.flatnonzero(bad)[0])
@@ -304,12 +309,21 @@ class Simulator:
             gsel = act_idx[sel_arr]
             rate_arr = rate_pos[sel_arr]
             if n_sel:
-                key = (links_version, m, n_sel)
-                if key != links_key or not np.array_equal(sel_arr, links_sel):
-                    sel_links = list(compress(cur_links, mask_list))
-                    lens_cat = np.fromiter(map(len, sel_links), np.int64, n_sel)
-                    lidx_cat = np.concatenate(sel_links)
-                    links_key, links_sel = key, sel_arr
+                if not flat_ok:
+                    flat_lens = np.fromiter((0 if a is None else len(a) for a in cur_links),
+                                            np.int64, m)
+                    flat_lidx = (np.concatenate([a for a in cur_links if a is not None])
+                                 if flat_lens.any() else np.zeros(0, np.int64))
+                    flat_ok = True
+                    flat_gen += 1
+                if links_key is None or links_key[0] != flat_gen or \
+                        not np.array_equal(sel_arr, links_key[1]):
+                    if n_sel == m:
+                        lens_cat, lidx_cat = flat_lens, flat_lidx
+                    else:
+                        lens_cat = flat_lens[sel_arr]
+                        lidx_cat = flat_lidx[np.repeat(pos_mask, flat_lens)]
+                    links_key = (flat_gen, sel_arr)
                 load = np.bincount(lidx_cat, weights=np.repeat(rate_arr, lens_cat),
                                    minlength=n_links)
                 util = load / cap
@@ -377,7 +391,10 @@ class Simulator:
                     act_flows = list(compress(act_flows, kl))
                     cur_paths = list(compress(cur_paths, kl))
                     cur_links = list(compress(cur_links, kl))
-                    links_version += 1
+                    if flat_ok:
+                        flat_lidx = flat_lidx[np.repeat(keep, flat_lens)]
+                        flat_lens = flat_lens[keep]
+                        flat_gen += 1
                     act_dirty = True
             now = t_next
             if not touched:
