@@ -101,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated scheduler names (default {DEFAULT_SCHEDULERS})")
     p.add_argument("--param", action="append", default=[], metavar="SCHED.KEY=VALUE",
                    help="scheduler parameter, e.g. rapier.delta_s=5 (repeatable)")
+    p.add_argument("--reschedule", choices=["auto", "flow", "coflow"], default="auto",
+                   help="when schedulers decide besides coflow arrivals: at every flow "
+                        "completion (flow) or coflow completion (coflow); auto: each "
+                        "scheduler's own (coflow for rapier and scheduling-only, as "
+                        "RAPIER Section IV-C; flow for the others)")
     p.add_argument("--max-paths", type=int, default=None,
                    help="cap K on candidate paths per host pair (default: the ECMP set)")
     p.add_argument("--seed", type=int, default=1, help="base seed; try i uses seed+i")
@@ -199,7 +204,8 @@ def run(args) -> dict:
             sched = make_scheduler(n, topo, seed=seed, max_paths=args.max_paths,
                                    **params.get(n, {}))
             prog = Progress(not args.quiet, f"{n} try {i + 1}/{args.tries}")
-            res = simulate(topo, coflows, sched, progress=prog, record_flows=False)
+            res = simulate(topo, coflows, sched, progress=prog, record_flows=False,
+                           reschedule_on=None if args.reschedule == "auto" else args.reschedule)
             st = per[n]
             st["avgs"].append(float(res.ccts.mean()))
             st["ccts"].extend(res.ccts.tolist())

@@ -53,3 +53,18 @@ def test_trace_prefix_on_big_switch(tmp_path, capsys):
 def test_bad_options_exit_2_with_a_message(tmp_path, capsys, argv, msg):
     assert main(argv + ["--out", str(tmp_path), "--quiet"]) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_reschedule_option_changes_decision_points(tmp_path, capsys):
+    # first 11 trace coflows: scheduling-only decides at every flow completion with
+    # --reschedule flow (5,688 decisions: work conservation staggers the flows) and
+    # only at coflow arrivals and completions by default (at most 2 x 11)
+    events = {}
+    for mode in ("flow", "auto"):
+        rc = main(["--topology", "bigswitch:150", "--trace", TRACE, "--limit", "11",
+                   "--schedulers", "scheduling-only", "--reschedule", mode, "--json",
+                   "--no-plot", "--no-bound", "--quiet", "--out", str(tmp_path / mode)])
+        assert rc == 0
+        events[mode] = json.loads(capsys.readouterr().out)["scheduling-only"]["events"]
+    assert events["flow"] == 5688
+    assert events["auto"] <= 22
