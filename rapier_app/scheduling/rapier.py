@@ -55,6 +55,7 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
 from __future__ import annotations
 
 import math
+import operator
 import time
 import weakref
 from dataclasses import dataclass
@@ -93,6 +94,10 @@ class CoflowPlan:
         load_links, load_bits: the links the chosen routes cross (int array) and the
             bits routed over each (float array, same length): model (2)'s alpha on
             residual R is min(R[load_links] / load_bits).
+        rem_bytes: per active flow (coflow order), remaining bytes when planned.
+        paths: per active flow, its chosen path (same order as ``rem_bytes``).
+        r_lidx, r_lens: the chosen paths' link indices, concatenated, and the number
+            of links per path (int arrays).
     """
 
     t_s: float
@@ -104,6 +109,73 @@ class CoflowPlan:
     solve_s: float = 0.0
     load_links: Optional[np.ndarray] = None
     load_bits: Optional[np.ndarray] = None
+    rem_bytes: Optional[np.ndarray] = None
+    paths: Optional[list] = None
+    r_lidx: Optional[np.ndarray] = None
+    r_lens: Optional[np.ndarray] = None
+
+
+_SENT = operator.attrgetter("bytes_sent")
+
+
+class _CoflowArrays:
+    """One coflow's active flows as arrays for Algorithms 1-3, cached by
+    :class:`Rapier` while the set of active flows is unchanged.
+
+    Attributes: ``act`` (the active-flow list it was built from), ``flows``, ``fids``,
+    ``n``, ``sizes`` (bytes), ``cand`` and ``mats`` (per flow: candidate paths and
+    their (paths x hops) link matrix, None if ragged), ``uniform_mats``, ``all_links``
+    (every candidate link, sorted), ``fid_rank`` (rank of each flow id in sorted
+    order, for Algorithm 3's tie-break), ``n_cand`` (candidate paths in all),
+    ``struct`` (the :class:`LP4Structure`, once built).
+    """
+
+    __slots__ = ("act", "fids", "flows", "n", "sizes", "cand", "mats", "uniform_mats",
+                 "all_links", "fid_rank", "n_cand", "struct", "topo", "_room")
+
+    def __init__(self, act: List[FlowState], fids: tuple, cinfo: list, topo: Topology):
+        self.act = act
+        self.flows = list(act)
+        self.fids = fids
+        self.n = n = len(act)
+        self.topo = topo
+        self.sizes = np.array([f.spec.size_bytes for f in act], dtype=float)
+        self.cand = [ci[0] for ci in cinfo]
+        self.mats = [ci[1] for ci in cinfo]
+        self.uniform_mats = all(m is not None for m in self.mats)
+        self.all_links = (np.unique(np.concatenate(
+            [m.ravel() if m is not None else
+             np.concatenate([topo.path_links(p) for p in ps])
+             for ps, m in zip(self.cand, self.mats)])) if n else np.zeros(0, np.int64))
+        rank = np.empty(n, dtype=np.int64)
+        rank[sorted(range(n), key=fids.__getitem__)] = np.arange(n)
+        self.fid_rank = rank
+        self.n_cand = sum(map(len, self.cand))
+        self.struct = None
+        self._room = None
+
+    def route_arrays(self, routes: Dict[str, tuple], topo: Topology) -> tuple:
+        """(paths per flow, their link indices concatenated, links per path)."""
+        paths = [routes[f] for f in self.fids]
+        ls = [topo.path_links(p) for p in paths]
+        lens = np.fromiter(map(len, ls), np.int64, len(ls))
+        return paths, (np.concatenate(ls) if ls else np.zeros(0, np.int64)), lens
+
+    def any_room(self, residual: np.ndarray) -> np.ndarray:
+        """Per flow: does some candidate path have residual > 0 on every link?"""
+        if self._room is None:
+            rows, plens, npaths = [], [], []
+            for ps, m in zip(self.cand, self.mats):
+                arrs = list(m) if m is not None else [self.topo.path_links(p) for p in ps]
+                rows.extend(arrs)
+                plens.extend(map(len, arrs))
+                npaths.append(len(arrs))
+            pst = np.concatenate([[0], np.cumsum(plens)[:-1]]).astype(np.int64)
+            fst = np.concatenate([[0], np.cumsum(npaths)[:-1]]).astype(np.int64)
+            self._room = (np.concatenate(rows), pst, fst)
+        cl, pst, fst = self._room
+        ok = (np.minimum.reduceat(residual[cl], pst) > 0).astype(np.int8)
+        return np.maximum.reduceat(ok, fst) > 0
 
 
 def route_load(topology: Topology, paths: Sequence[tuple],
@@ -545,9 +617,9 @@ class Rapier(Scheduler):
         # coflow_id -> (volume key, routes, lp_alpha, build_s, solve_s): routing by (4)
         # on the full capacities, valid while the remaining volumes are identical.
         self._full_routes: Dict[str, tuple] = {}
-        # coflow_id -> (active flow ids, candidate paths, link matrices, all candidate
-        # links, LP4Structure or None): valid while the active flows are the same.
-        self._structs: Dict[str, tuple] = {}
+        # coflow_id -> _CoflowArrays of its active flows (candidate paths, link
+        # matrices, sizes, LP4Structure), valid while the active flows are the same.
+        self._carr: Dict[str, _CoflowArrays] = {}
         # (src, dst, max_paths) -> (candidate paths, 2-D link-index array or None if
         # ragged); shared by every RAPIER instance on the same topology object.
         self._cand: Dict[tuple, tuple] = _PAIR_CACHE.setdefault(topology, {})
@@ -609,6 +681,22 @@ class Rapier(Scheduler):
         """
         return {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(flows, usable, ms)}
 
+    # -- per-coflow arrays ----------------------------------------------------------
+    def _coflow_arrays(self, coflow: CoflowState) -> "_CoflowArrays":
+        """Cached :class:`_CoflowArrays` of ``coflow``'s active flows (rebuilt when
+        the set of active flows changes)."""
+        act = coflow.active_flows()
+        e = self._carr.get(coflow.coflow_id)
+        if e is not None and e.act is act:
+            return e
+        fids = tuple([f.flow_id for f in act])
+        if e is not None and e.fids == fids:
+            e.act = act
+            return e
+        e = _CoflowArrays(act, fids, [self._candidates(f) for f in act], self.topology)
+        self._carr[coflow.coflow_id] = e
+        return e
+
     # -- Algorithm 2 ----------------------------------------------------------------
     def minimum_cct(self, coflow: CoflowState, residual: np.ndarray) -> CoflowPlan:
         """Algorithm 2: minimum CCT of ``coflow`` given residual capacities R (bit/s).
@@ -622,32 +710,23 @@ class Rapier(Scheduler):
         Source: RAPIER Section IV-B, Algorithm 2.
         """
         topo = self.topology
-        flows = coflow.active_flows()
-        vols = [f.remaining_bytes * BITS for f in flows]
+        e = self._coflow_arrays(coflow)
+        flows = e.flows
+        sent = np.fromiter(map(_SENT, flows), float, len(flows))
+        rem = np.maximum(e.sizes - sent, 0.0)  # = FlowState.remaining_bytes
+        vols_arr = rem * BITS
         cid = coflow.coflow_id
-        fids = tuple(f.flow_id for f in flows)
-        sc = self._structs.get(cid) if self.fast else None
-        if sc is not None and sc[0] == fids:
-            _, cand, mats, all_links, struct = sc
-        else:
-            cinfo = [self._candidates(f) for f in flows]
-            cand = [ci[0] for ci in cinfo]
-            mats = [ci[1] for ci in cinfo]
-            all_links = np.unique(np.concatenate(
-                [m.ravel() if m is not None else
-                 np.concatenate([topo.path_links(p) for p in ps]) for ps, m in zip(cand, mats)]))
-            struct = None
-            if self.fast:
-                self._structs[cid] = (fids, cand, mats, all_links, None)
+        cand, mats, all_links = e.cand, e.mats, e.all_links
         full = self.route_on == "full" or bool(np.array_equal(residual, topo.capacity))
         lp_cap = topo.capacity if full else residual
         cached = self._full_routes.get(cid) if (full and self.fast) else None
-        key = tuple(vols)
-        if cached is not None and cached[0] == key:
-            _, routes, lp_alpha, build_s, solve_s = cached
+        key = vols_arr.tobytes()
+        if cached is not None and cached[0] == key and cached[1] is e:
+            _, _, routes, lp_alpha, build_s, solve_s, ra = cached
             self.stats["lp_reused"] += 1
             build_s = solve_s = 0.0
         else:
+            vols = vols_arr.tolist()
             if full and not np.any(topo.capacity[all_links] <= 0):
                 usable = cand  # every link has positive capacity
             else:
@@ -661,24 +740,32 @@ class Rapier(Scheduler):
                 if all(len(u) == len(c) for u, c in zip(usable, cand)):
                     usable = cand  # nothing was left out: same paths, same structure
             if any(not ps for ps in usable):
-                return CoflowPlan(math.inf, 0.0, {f.flow_id: ps[0] for f, ps in zip(flows, cand)},
-                                  0.0, all_links)
-            use_mats = mats if usable is cand and all(m is not None for m in mats) else None
+                paths = [ps[0] for ps in cand]
+                return CoflowPlan(math.inf, 0.0, dict(zip(e.fids, paths)), 0.0, all_links,
+                                  rem_bytes=rem, paths=paths)
+            use_mats = mats if usable is cand and e.uniform_mats else None
+            struct = e.struct
             if usable is cand and self.fast and struct is None and \
                     self.aggregate is not True and \
-                    sum(map(len, cand)) <= (self.aggregate_min_paths if
-                                            self.aggregate is None else math.inf) and \
+                    e.n_cand <= (self.aggregate_min_paths if self.aggregate is None
+                                 else math.inf) and \
                     not all(len(ps) == 1 for ps in usable):
                 struct = LP4Structure(topo, cand, use_mats)
-                self._structs[cid] = (fids, cand, mats, all_links, struct)
+                e.struct = struct
             routes, lp_alpha, build_s, solve_s = self._route_by_lp(
                 flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None)
+            ra = e.route_arrays(routes, topo)
             if full and self.fast:
-                self._full_routes[cid] = (key, routes, lp_alpha, build_s, solve_s)
-        ll, lb = route_load(topo, [routes[f.flow_id] for f in flows], vols)
+                self._full_routes[cid] = (key, e, routes, lp_alpha, build_s, solve_s, ra)
+        paths, r_lidx, r_lens = ra
+        load = np.bincount(r_lidx, weights=np.repeat(vols_arr, r_lens),
+                           minlength=len(topo.capacity))
+        ll = np.flatnonzero(load > 0)
+        lb = load[ll]
         alpha = alpha_from_load(ll, lb, residual)
         t = math.inf if alpha <= 0 else 1.0 / alpha
-        return CoflowPlan(t, alpha, routes, lp_alpha, all_links, build_s, solve_s, ll, lb)
+        return CoflowPlan(t, alpha, routes, lp_alpha, all_links, build_s, solve_s, ll, lb,
+                          rem_bytes=rem, paths=paths, r_lidx=r_lidx, r_lens=r_lens)
 
     # -- Algorithm 1 ----------------------------------------------------------------
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
@@ -686,7 +773,9 @@ class Rapier(Scheduler):
 
         Returns the :class:`Schedule` (path and rate in bit/s per active flow; the
         order in which Algorithm 1 picked coflows in ``order``; LP failures in
-        ``fallback``; per-coflow minimum CCTs in ``info["t_min_s"]``).
+        ``fallback``; per-coflow minimum CCTs in ``info["t_min_s"]``).  Per-coflow
+        work runs on arrays (one entry per flow), with every sum and subtraction in
+        the same order as the per-flow formulation.
         Source: RAPIER Section IV-C, Algorithm 1.
         """
         topo = self.topology
@@ -695,12 +784,9 @@ class Rapier(Scheduler):
             self._last_served[cid] = now
         active = [c for c in coflows if c.active_flows()]
         live = {c.coflow_id for c in active}
-        for cid in [k for k in self._last_served if k not in live]:
-            del self._last_served[cid]
-        for cid in [k for k in self._full_routes if k not in live]:
-            del self._full_routes[cid]
-        for cid in [k for k in self._structs if k not in live]:
-            del self._structs[cid]
+        for d in (self._last_served, self._full_routes, self._carr):
+            for cid in [k for k in d if k not in live]:
+                del d[cid]
         if len(self._cand) > 200_000:  # bound memory on huge fabrics
             self._cand.clear()
 
@@ -711,8 +797,8 @@ class Rapier(Scheduler):
         residual = topo.capacity.astype(float).copy()
         plans: Dict[str, CoflowPlan] = {}
         fallback: Dict[str, str] = {}
-        rates: Dict[str, float] = {}
-        paths: Dict[str, tuple] = {}
+        rates_c: Dict[str, np.ndarray] = {}
+        paths_c: Dict[str, list] = {}
         order: List[str] = []
         # Fast path: per coflow, the links its plan depends on and their residual
         # capacity when the plan was made; the plan is redone only if one dropped.
@@ -749,26 +835,42 @@ class Rapier(Scheduler):
             if best is None:
                 break
             pending.remove(best)
-            order.append(best.coflow_id)
-            plan = plans[best.coflow_id]
-            for f in best.active_flows():
-                p = plan.routes[f.flow_id]
-                paths[f.flow_id] = p
-                if plan.alpha > 0 and math.isfinite(plan.t_s):
-                    r = plan.alpha * f.remaining_bytes * BITS
-                    rates[f.flow_id] = r
-                    residual[topo.path_links(p)] -= r
+            cid = best.coflow_id
+            order.append(cid)
+            plan = plans[cid]
+            paths_c[cid] = list(plan.paths)
+            if plan.alpha > 0 and math.isfinite(plan.t_s):
+                r = (plan.alpha * plan.rem_bytes) * BITS
+                rates_c[cid] = r
+                if plan.r_lidx is None:
+                    ra = self._coflow_arrays(best).route_arrays(plan.routes, topo)
+                    plan.r_lidx, plan.r_lens = ra[1], ra[2]
+                np.subtract.at(residual, plan.r_lidx, np.repeat(r, plan.r_lens))
+            else:
+                rates_c[cid] = np.zeros(len(plan.paths))
             np.maximum(residual, 0.0, out=residual)
         # Fallback coflows: ECMP routes, served only by work conservation.
         for c in active:
             if c.coflow_id in fallback:
-                for f in c.active_flows():
-                    paths[f.flow_id] = self.ecmp_path(f)
-        self._distribute_bandwidth(active, plans, fallback, residual, rates, paths)
+                fl = self._coflow_arrays(c).flows
+                paths_c[c.coflow_id] = [self.ecmp_path(f) for f in fl]
+                rates_c[c.coflow_id] = np.zeros(len(fl))
+        self._distribute_bandwidth(active, plans, fallback, residual, rates_c, paths_c)
         self._served_prev = {c.coflow_id for c in active
-                             if any(rates.get(f.flow_id, 0) > 0 for f in c.active_flows())}
-        sched = Schedule({fid: Allocation(p, rates.get(fid, 0.0)) for fid, p in paths.items()},
-                         order=order, fallback=fallback)
+                             if c.coflow_id in rates_c and bool((rates_c[c.coflow_id] > 0).any())}
+        flows_out: list = []
+        paths_out: list = []
+        rates_out = []
+        for c in active:
+            cid = c.coflow_id
+            if cid not in paths_c:
+                continue
+            flows_out.extend(self._coflow_arrays(c).flows)
+            paths_out.extend(paths_c[cid])
+            rates_out.append(rates_c[cid])
+        sched = Schedule.from_vectors(flows_out, paths_out,
+                                      np.concatenate(rates_out) if rates_out else np.zeros(0),
+                                      order=order, fallback=fallback)
         sched.info["t_min_s"] = {cid: p.t_s for cid, p in plans.items()}
         return sched
 
@@ -786,12 +888,15 @@ class Rapier(Scheduler):
     # -- Algorithm 3 ----------------------------------------------------------------
     def _distribute_bandwidth(self, active: Sequence[CoflowState], plans: Dict[str, CoflowPlan],
                               fallback: Dict[str, str], residual: np.ndarray,
-                              rates: Dict[str, float], paths: Dict[str, tuple]) -> None:
+                              rates_c: Dict[str, np.ndarray],
+                              paths_c: Dict[str, list]) -> None:
         """Algorithm 3 (DistributeBandwidth) with AssignBandwidth, read as documented
-        in the module docstring; updates ``rates``, ``paths`` and ``residual`` in place.
+        in the module docstring; updates ``rates_c`` and ``paths_c`` (per coflow, per
+        active flow: rate in bit/s and path) and ``residual`` in place.  A flow with no
+        residual capacity on its path (scheduled coflows) or on every candidate path
+        (unscheduled ones) when its coflow's turn comes cannot get any (residuals only
+        fall), so only the others are visited.
         Source: RAPIER Section IV-C, Algorithm 3."""
-        topo = self.topology
-
         def t_of(c: CoflowState) -> float:
             p = plans.get(c.coflow_id)
             if p is None or c.coflow_id in fallback or not math.isfinite(p.t_s) or p.alpha <= 0:
@@ -800,16 +905,33 @@ class Rapier(Scheduler):
 
         order = sorted(active, key=lambda c: (-t_of(c), c.arrival_s, c.coflow_id))
         for c in order:
-            scheduled = math.isfinite(t_of(c))
-            for f in sorted(c.active_flows(), key=lambda f: (-f.remaining_bytes, f.flow_id)):
-                if scheduled:
-                    best = paths[f.flow_id]
-                    ls = topo.path_links(best)
-                    best_bw = float(residual[ls].min())
-                    if not best_bw > 0.0:
+            cid = c.coflow_id
+            if cid not in paths_c:
+                continue
+            e = self._coflow_arrays(c)
+            plan = plans.get(cid)
+            if plan is not None and plan.rem_bytes is not None:
+                rem = plan.rem_bytes
+            else:
+                rem = np.maximum(e.sizes - np.fromiter(map(_SENT, e.flows), float, e.n), 0.0)
+            rates = rates_c[cid]
+            paths = paths_c[cid]
+            visit = np.lexsort((e.fid_rank, -rem))
+            if math.isfinite(t_of(c)):
+                r_lidx, r_lens = plan.r_lidx, plan.r_lens
+                starts = np.concatenate([[0], np.cumsum(r_lens)[:-1]])
+                room = np.minimum.reduceat(residual[r_lidx], starts) > 0
+                for j in visit[room[visit]].tolist():
+                    ls = r_lidx[starts[j]:starts[j] + r_lens[j]]
+                    bw = float(residual[ls].min())
+                    if not bw > 0.0:
                         continue
-                else:
-                    cands, mat = self._candidates(f)
+                    rates[j] += bw
+                    residual[ls] -= bw
+            else:
+                room = e.any_room(residual)
+                for j in visit[room[visit]].tolist():
+                    cands, mat = e.cand[j], e.mats[j]
                     if mat is not None:
                         bws = residual[mat].min(axis=1)
                         k = int(np.argmax(bws))
@@ -820,15 +942,15 @@ class Rapier(Scheduler):
                     else:
                         best, best_bw = None, 0.0
                         for p in cands:
-                            bw = float(residual[topo.path_links(p)].min())
+                            bw = float(residual[self.topology.path_links(p)].min())
                             if bw > best_bw:
                                 best, best_bw = p, bw
                         if best is None:
                             continue
-                        ls = topo.path_links(best)
-                    paths[f.flow_id] = best
-                rates[f.flow_id] = rates.get(f.flow_id, 0.0) + best_bw
-                residual[ls] -= best_bw
+                        ls = self.topology.path_links(best)
+                    paths[j] = best
+                    rates[j] += best_bw
+                    residual[ls] -= best_bw
 
 
 @register("rapier-residual")
