@@ -59,6 +59,7 @@ import operator
 import time
 import weakref
 from dataclasses import dataclass
+from itertools import compress
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -133,33 +134,64 @@ class _CoflowArrays:
     __slots__ = ("act", "fids", "flows", "n", "sizes", "cand", "mats", "uniform_mats",
                  "all_links", "fid_rank", "n_cand", "struct", "topo", "_room")
 
-    def __init__(self, act: List[FlowState], fids: tuple, cinfo: list, topo: Topology):
+    def __init__(self, act: List[FlowState], fids: tuple, cinfo: Optional[list],
+                 topo: Topology, _from: Optional[tuple] = None):
         self.act = act
         self.flows = list(act)
         self.fids = fids
         self.n = n = len(act)
         self.topo = topo
-        self.sizes = np.array([f.spec.size_bytes for f in act], dtype=float)
-        self.cand = [ci[0] for ci in cinfo]
-        self.mats = [ci[1] for ci in cinfo]
+        if _from is None:
+            self.sizes = np.array([f.spec.size_bytes for f in act], dtype=float)
+            self.cand = [ci[0] for ci in cinfo]
+            self.mats = [ci[1] for ci in cinfo]
+            rank = np.empty(n, dtype=np.int64)
+            rank[sorted(range(n), key=fids.__getitem__)] = np.arange(n)
+        else:
+            self.sizes, self.cand, self.mats, old_rank = _from
+            rank = np.empty(n, dtype=np.int64)
+            rank[np.argsort(old_rank, kind="stable")] = np.arange(n)
+        self.fid_rank = rank
         self.uniform_mats = all(m is not None for m in self.mats)
         self.all_links = (np.unique(np.concatenate(
             [m.ravel() if m is not None else
              np.concatenate([topo.path_links(p) for p in ps])
              for ps, m in zip(self.cand, self.mats)])) if n else np.zeros(0, np.int64))
-        rank = np.empty(n, dtype=np.int64)
-        rank[sorted(range(n), key=fids.__getitem__)] = np.arange(n)
-        self.fid_rank = rank
         self.n_cand = sum(map(len, self.cand))
         self.struct = None
         self._room = None
 
+    def subset(self, act: List[FlowState], fids: tuple, keep: List[bool]) -> "_CoflowArrays":
+        """The arrays of the flows ``keep`` selects (``act``, in the same order)."""
+        m = np.array(keep, dtype=bool)
+        return _CoflowArrays(act, fids, None, self.topo,
+                             (self.sizes[m], list(compress(self.cand, keep)),
+                              list(compress(self.mats, keep)), self.fid_rank[m]))
+
     def route_arrays(self, routes: Dict[str, tuple], topo: Topology) -> tuple:
         """(paths per flow, their link indices concatenated, links per path)."""
+        if self.n_cand == self.n and self.uniform_mats:  # one path per flow
+            paths = [c[0] for c in self.cand]
+            shapes = {m.shape for m in self.mats}
+            if len(shapes) == 1:
+                h = self.mats[0].shape[1]
+                return (paths, np.concatenate(self.mats).ravel() if self.n else
+                        np.zeros(0, np.int64), np.full(self.n, h, dtype=np.int64))
         paths = [routes[f] for f in self.fids]
-        ls = [topo.path_links(p) for p in paths]
+        if self.uniform_mats:
+            ls = [m[0] if len(c) == 1 else m[c.index(p)]
+                  for p, c, m in zip(paths, self.cand, self.mats)]
+        else:
+            ls = [topo.path_links(p) for p in paths]
         lens = np.fromiter(map(len, ls), np.int64, len(ls))
         return paths, (np.concatenate(ls) if ls else np.zeros(0, np.int64)), lens
+
+    def cand_links(self, j: int) -> list:
+        """Flow j's candidate paths' link indices, as lists of ints."""
+        m = self.mats[j]
+        if m is not None:
+            return m.tolist()
+        return [self.topo.path_links(p).tolist() for p in self.cand[j]]
 
     def any_room(self, residual: np.ndarray) -> np.ndarray:
         """Per flow: does some candidate path have residual > 0 on every link?"""
@@ -647,7 +679,8 @@ class Rapier(Scheduler):
         """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` and round. Returns
         (routes, lp_alpha, build_s, solve_s)."""
         if all(len(ps) == 1 for ps in usable):
-            return {f.flow_id: ps[0] for f, ps in zip(flows, usable)}, None, 0.0, 0.0
+            return dict(zip([f.flow_id for f in flows], [ps[0] for ps in usable])), \
+                None, 0.0, 0.0
         agg = None
         if link_mats is not None and (self.aggregate or (
                 self.aggregate is None and
@@ -693,6 +726,13 @@ class Rapier(Scheduler):
         if e is not None and e.fids == fids:
             e.act = act
             return e
+        if e is not None and len(act) < e.n:
+            # flows only finish: filter the cached arrays when act is what is left
+            keep = [f.finish_s is None for f in e.flows]
+            if sum(keep) == len(act) and all(map(operator.is_, act, compress(e.flows, keep))):
+                e = e.subset(act, fids, keep)
+                self._carr[coflow.coflow_id] = e
+                return e
         e = _CoflowArrays(act, fids, [self._candidates(f) for f in act], self.topology)
         self._carr[coflow.coflow_id] = e
         return e
@@ -748,8 +788,7 @@ class Rapier(Scheduler):
             if usable is cand and self.fast and struct is None and \
                     self.aggregate is not True and \
                     e.n_cand <= (self.aggregate_min_paths if self.aggregate is None
-                                 else math.inf) and \
-                    not all(len(ps) == 1 for ps in usable):
+                                 else math.inf) and e.n_cand > e.n:
                 struct = LP4Structure(topo, cand, use_mats)
                 e.struct = struct
             routes, lp_alpha, build_s, solve_s = self._route_by_lp(
@@ -904,6 +943,9 @@ class Rapier(Scheduler):
             return p.t_s
 
         order = sorted(active, key=lambda c: (-t_of(c), c.arrival_s, c.coflow_id))
+        # Per-flow steps on Python floats (the same IEEE arithmetic as numpy's);
+        # ``res`` is the residual, copied back into ``residual`` at the end.
+        res = residual.tolist()
         for c in order:
             cid = c.coflow_id
             if cid not in paths_c:
@@ -917,40 +959,47 @@ class Rapier(Scheduler):
             rates = rates_c[cid]
             paths = paths_c[cid]
             visit = np.lexsort((e.fid_rank, -rem))
+            now_res = np.array(res)
             if math.isfinite(t_of(c)):
                 r_lidx, r_lens = plan.r_lidx, plan.r_lens
                 starts = np.concatenate([[0], np.cumsum(r_lens)[:-1]])
-                room = np.minimum.reduceat(residual[r_lidx], starts) > 0
-                for j in visit[room[visit]].tolist():
-                    ls = r_lidx[starts[j]:starts[j] + r_lens[j]]
-                    bw = float(residual[ls].min())
+                room = np.minimum.reduceat(now_res[r_lidx], starts) > 0
+                sel = visit[room[visit]]
+                if not sel.size:
+                    continue
+                rl = rates.tolist()
+                st = starts.tolist()
+                ln = r_lens.tolist()
+                lk = r_lidx.tolist()
+                for j in sel.tolist():
+                    ls = lk[st[j]:st[j] + ln[j]]
+                    bw = min([res[l] for l in ls])
                     if not bw > 0.0:
                         continue
-                    rates[j] += bw
-                    residual[ls] -= bw
+                    rl[j] += bw
+                    for l in ls:
+                        res[l] -= bw
+                rates[:] = rl
             else:
-                room = e.any_room(residual)
-                for j in visit[room[visit]].tolist():
-                    cands, mat = e.cand[j], e.mats[j]
-                    if mat is not None:
-                        bws = residual[mat].min(axis=1)
-                        k = int(np.argmax(bws))
-                        best_bw = float(bws[k])
-                        if not best_bw > 0.0:
-                            continue
-                        best, ls = cands[k], mat[k]
-                    else:
-                        best, best_bw = None, 0.0
-                        for p in cands:
-                            bw = float(residual[self.topology.path_links(p)].min())
-                            if bw > best_bw:
-                                best, best_bw = p, bw
-                        if best is None:
-                            continue
-                        ls = self.topology.path_links(best)
+                room = e.any_room(now_res)
+                sel = visit[room[visit]]
+                if not sel.size:
+                    continue
+                rl = rates.tolist()
+                for j in sel.tolist():
+                    best, best_ls, best_bw = None, None, 0.0
+                    for p, ls in zip(e.cand[j], e.cand_links(j)):
+                        bw = min([res[l] for l in ls])
+                        if bw > best_bw:  # the first path with the most bandwidth
+                            best, best_ls, best_bw = p, ls, bw
+                    if best is None:
+                        continue
                     paths[j] = best
-                    rates[j] += best_bw
-                    residual[ls] -= best_bw
+                    rl[j] += best_bw
+                    for l in best_ls:
+                        res[l] -= best_bw
+                rates[:] = rl
+        residual[:] = res
 
 
 @register("rapier-residual")
