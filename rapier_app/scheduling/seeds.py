@@ -310,21 +310,24 @@ class _SeedScheduler(Scheduler):
              order: List[str], info: Optional[dict] = None) -> Schedule:
         """Build the :class:`Schedule`: every active flow gets its path and a rate.
 
-        The per-flow :class:`Allocation` objects are reused between calls (the
-        simulator and the controller copy path and rate out of them)."""
-        alloc = {}
+        Returned in vector form (:meth:`Schedule.from_vectors`), flows in coflow order
+        then flow order, so the simulator applies it without per-flow lookups."""
         last = {}
+        flows: list = []
+        paths: list = []
+        rs = []
         for c in coflows:
             g = self.group(c)
             r = rates.get(id(g))
             if r is None:
                 r = np.zeros(g.n)
-            for a, v in zip(g.allocs, r.tolist()):
-                a.rate_bps = v
-            alloc.update(zip(g.ids, g.allocs))
+            flows.extend(g.flows)
+            paths.extend(g.paths)
+            rs.append(r)
             last[c.coflow_id] = float(r.sum())
         self._last_rates = last
-        return Schedule(alloc, order=order, info=info or {})
+        return Schedule.from_vectors(flows, paths, np.concatenate(rs) if rs else np.zeros(0),
+                                     order=order, info=info or {})
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Paths (sticky ECMP) and rates (bit/s) for every active flow at ``now`` (s);
