@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import time
+from typing import Optional
 
 from .fabrics import FABRICS, fabric
 from .sweeps import (DEFAULT_SIZES, EXPERIMENTS, available_schemes, run_point, run_sweep)
@@ -37,6 +38,11 @@ def _schemes(text: str) -> list:
     return [s for s in text.split(",") if s]
 
 
+def _mode(a) -> Optional[str]:
+    """The simulator's reschedule_on from ``--reschedule`` (None: each scheduler's)."""
+    return None if a.reschedule == "auto" else a.reschedule
+
+
 def cmd_run(a) -> int:
     """``run``: sweeps (resumable, appended to <out>/runs.csv), then the report."""
     exps = list(EXPERIMENTS) if a.experiment == "all" else [a.experiment]
@@ -47,7 +53,7 @@ def cmd_run(a) -> int:
         for f in a.fabric.split(","):
             t0 = time.perf_counter()
             run_sweep(e, f, values, tries, _schemes(a.schemes), a.out, a.sizes, a.base_seed,
-                      log=lambda m: print(m, flush=True))
+                      log=lambda m: print(m, flush=True), reschedule_on=_mode(a))
             print(f"# {e} on {f}: {time.perf_counter() - t0:.1f} s wall", flush=True)
     from .report import build_report
     for p in build_report(a.out):
@@ -59,7 +65,7 @@ def cmd_point(a) -> int:
     """``point``: every scheme once on one (experiment, fabric, x, seed); prints the
     rows as JSON and appends them to <out>/runs.csv when --out is given."""
     rows = run_point(a.experiment, a.fabric, a.x, a.seed, _schemes(a.schemes), a.sizes,
-                     log=lambda m: print(m, flush=True))
+                     log=lambda m: print(m, flush=True), reschedule_on=_mode(a))
     if a.out:
         from .sweeps import append_runs
         os.makedirs(a.out, exist_ok=True)
@@ -134,7 +140,8 @@ def cmd_big(a) -> int:
             return out
 
         sched.schedule = logged
-        res = Simulator(topo, coflows, sched, progress=progress, record_flows=False).run()
+        res = Simulator(topo, coflows, sched, progress=progress, record_flows=False,
+                        reschedule_on=_mode(a)).run()
         avg = float(res.ccts.mean())
         log(f"- **{name}**: average CCT {avg:.4f} s (x{avg / np.mean(list(lb.values())):.2f} "
             f"the bound), {res.events} events, wall {res.wall_s:.1f} s")
@@ -159,6 +166,9 @@ def main(argv=None) -> int:
     r.add_argument("--sizes", default=DEFAULT_SIZES, help="flow sizes spec (MB)")
     r.add_argument("--base-seed", type=int, default=1, help="seed of try 0 (try i: +i)")
     r.add_argument("--out", default="results/eval")
+    r.add_argument("--reschedule", choices=["auto", "flow", "coflow"], default="auto",
+                   help="decision points besides arrivals: every flow completion (flow), "
+                        "coflow completions (coflow) or each scheduler's own (auto)")
     r.set_defaults(fn=cmd_run)
     q = sub.add_parser("point", help="run one point with one seed")
     q.add_argument("--experiment", choices=list(EXPERIMENTS), required=True)
@@ -168,6 +178,9 @@ def main(argv=None) -> int:
     q.add_argument("--schemes", default="paper")
     q.add_argument("--sizes", default=DEFAULT_SIZES)
     q.add_argument("--out")
+    q.add_argument("--reschedule", choices=["auto", "flow", "coflow"], default="auto",
+                   help="decision points besides arrivals: every flow completion (flow), "
+                        "coflow completions (coflow) or each scheduler's own (auto)")
     q.set_defaults(fn=cmd_point)
     s = sub.add_parser("report", help="rebuild the CSV/PNG/markdown from runs.csv")
     s.add_argument("--out", default="results/eval")
@@ -181,6 +194,9 @@ def main(argv=None) -> int:
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--schemes", default="rapier,baseline,routing-only,scheduling-only")
     b.add_argument("--out", default="results/eval")
+    b.add_argument("--reschedule", choices=["auto", "flow", "coflow"], default="auto",
+                   help="decision points besides arrivals: every flow completion (flow), "
+                        "coflow completions (coflow) or each scheduler's own (auto)")
     b.add_argument("--log-every", type=int, default=20, help="log every N scheduler calls")
     b.set_defaults(fn=cmd_big)
     a = p.parse_args(argv)

@@ -94,8 +94,11 @@ def available_schemes(include_seeds: bool = True) -> List[str]:
 
 def run_point(experiment: str, fabric_name: str, x: float, seed: int,
               schemes: Sequence[str], sizes: str = DEFAULT_SIZES, try_index: int = 0,
-              log=None) -> List[dict]:
+              log=None, reschedule_on: Optional[str] = None) -> List[dict]:
     """Run every scheme once on one point; return one row (RUN_FIELDS) per scheme.
+
+    ``reschedule_on`` ("flow", "coflow" or None for each scheduler's own rule) is
+    passed to the simulator (:class:`~rapier_app.sim.simulator.Simulator`).
 
     The lower bound (:func:`rapier_app.sim.bounds.coflow_lower_bounds`, averaged) is
     computed once per point.  Raises what the simulator or a scheduler raises.
@@ -107,7 +110,8 @@ def run_point(experiment: str, fabric_name: str, x: float, seed: int,
     rows = []
     for name in schemes:
         t0 = time.perf_counter()
-        res = simulate(topo, coflows, make_scheduler(name, topo, seed=seed), record_flows=False)
+        res = simulate(topo, coflows, make_scheduler(name, topo, seed=seed), record_flows=False,
+                       reschedule_on=reschedule_on)
         avg = float(res.ccts.mean())
         rows.append({"experiment": experiment, "fabric": fabric_name, "x": x,
                      "try": try_index, "seed": seed, "sizes": sizes, "scheme": name,
@@ -148,7 +152,8 @@ def append_runs(path: str, rows: Iterable[dict]) -> None:
 
 def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries: int,
               schemes: Sequence[str], out_dir: str, sizes: str = DEFAULT_SIZES,
-              base_seed: int = 1, log=print) -> List[dict]:
+              base_seed: int = 1, log=print,
+              reschedule_on: Optional[str] = None) -> List[dict]:
     """Run ``tries`` tries of every x in ``values``; append to ``out_dir/runs.csv``,
     skipping (experiment, fabric, x, seed, sizes, scheme) runs already recorded."""
     os.makedirs(out_dir, exist_ok=True)
@@ -163,7 +168,8 @@ def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries:
                     if (experiment, fabric_name, float(x), seed, sizes, s) not in done]
             if not todo:
                 continue
-            new = run_point(experiment, fabric_name, x, seed, todo, sizes, i, log)
+            new = run_point(experiment, fabric_name, x, seed, todo, sizes, i, log,
+                            reschedule_on)
             append_runs(path, new)
             rows += new
     return rows
