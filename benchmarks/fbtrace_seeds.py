@@ -30,9 +30,10 @@ from typing import Dict, List
 
 import numpy as np
 
-TRACE = "/work/shared/traces/FB2010-1Hr-150-0.txt"
+TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                     "shared", "traces", "FB2010-1Hr-150-0.txt")
 SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia-immediate",
-              "sincronia-maxmin", "scheduling-only", "rapier"]
+              "sincronia-maxmin", "scheduling-only", "rapier", "routing-only", "baseline"]
 TOPOLOGIES = ["bigswitch:150", "fattree:10"]
 
 #: Published ratios, as normalised CCT (scheme / reference; < 1 is faster), with source.
@@ -74,24 +75,34 @@ def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
         raise SystemExit(f"rapier-sim failed on {topology} with {scheduler} (exit {rc})")
 
 
+#: Schedulers that are the same code as another: a missing run is taken from the
+#: other's (``fair`` is ``baseline``: ECMP + per-flow max-min, classic.PerFlowFair).
+ALIASES = {"fair": "baseline"}
+
+
 def merge(tdir: str, schedulers: List[str]) -> None:
     """Merge the per-scheduler runs under ``tdir/runs/`` into ``tdir/summary.json``
-    and ``tdir/coflows.csv`` (schedulers in the given order, missing ones skipped)
-    and draw ``tdir/cct_cdf.png``."""
+    and ``tdir/coflows.csv`` (schedulers in the given order, missing ones skipped;
+    a missing ``fair`` run is taken from ``baseline``'s, see ALIASES) and draw
+    ``tdir/cct_cdf.png``."""
     summary, rows, header = None, [], None
     for name in schedulers:
+        src = name
         d = os.path.join(tdir, "runs", name)
+        if not os.path.exists(os.path.join(d, "summary.json")) and name in ALIASES:
+            src = ALIASES[name]
+            d = os.path.join(tdir, "runs", src)
         if not os.path.exists(os.path.join(d, "summary.json")):
             continue
         with open(os.path.join(d, "summary.json")) as fh:
             s = json.load(fh)
         if summary is None:
             summary = dict(s, schedulers={})
-        summary["schedulers"].update(s["schedulers"])
+        summary["schedulers"][name] = s["schedulers"][src]
         with open(os.path.join(d, "coflows.csv")) as fh:
             r = list(csv.reader(fh))
         header = r[0]
-        rows += r[1:]
+        rows += [[name] + row[1:] for row in r[1:] if row[0] == src]
     if summary is None:
         raise SystemExit(f"no runs under {tdir}/runs")
     summary.pop("improvement_over_baseline", None)
