@@ -132,7 +132,7 @@ class _CoflowArrays:
     """
 
     __slots__ = ("act", "fids", "flows", "n", "sizes", "cand", "mats", "uniform_mats",
-                 "all_links", "fid_rank", "n_cand", "struct", "topo", "_room")
+                 "all_links", "fid_rank", "n_cand", "struct", "topo", "_room", "comm")
 
     def __init__(self, act: List[FlowState], fids: tuple, cinfo: Optional[list],
                  topo: Topology, _from: Optional[tuple] = None):
@@ -159,6 +159,7 @@ class _CoflowArrays:
              for ps, m in zip(self.cand, self.mats)])) if n else np.zeros(0, np.int64))
         self.n_cand = sum(map(len, self.cand))
         self.struct = None
+        self.comm = None  # Commodities of LP (4), False: none share one
         self._room = None
 
     def subset(self, act: List[FlowState], fids: tuple, keep: List[bool]) -> "_CoflowArrays":
@@ -450,9 +451,65 @@ def solve_lp4_reference(topology: Topology, volumes_bits: Sequence[float],
     return alpha.solution_value(), ms, t1 - t0, t2 - t1
 
 
+class Commodities:
+    """The commodities of LP (4) for one set of flows (see :func:`solve_lp4_aggregated`),
+    reusable while the flows and their candidate paths do not change.
+
+    Attributes: ``members`` (per commodity, its flow indices), ``inner`` (per
+    commodity, the (paths x hops) link matrix between first and last hop),
+    ``host_first``/``host_last`` (per flow, its first/last link; -1 when the flow is
+    a commodity of its own), ``comm_of`` (per flow, its commodity), ``lp_rows``
+    (commodities with a routing choice), ``struct`` (the commodity LP's
+    :class:`LP4Structure`, built on first use).
+    """
+
+    __slots__ = ("members", "inner", "host_first", "host_last", "comm_of", "lp_rows", "struct")
+
+
+def lp4_commodities(link_mats: Sequence[np.ndarray]) -> Optional[Commodities]:
+    """Group flows into LP (4) commodities: single-homed flows with the same inner
+    candidate paths (same order) share one; others are their own.  Returns None when
+    no two flows share a commodity.  ``link_mats``: per flow, (paths x hops) link
+    indices.  Source: RAPIER model (4), exact reformulation of
+    :func:`solve_lp4_aggregated`."""
+    n = len(link_mats)
+    groups: Dict[tuple, List[int]] = {}
+    host_first = np.full(n, -1, np.int64)
+    host_last = np.full(n, -1, np.int64)
+    inner: List[np.ndarray] = []
+    comm_of = np.empty(n, dtype=np.int64)
+    for j, mat in enumerate(link_mats):
+        if mat.shape[1] >= 2 and (mat[:, 0] == mat[0, 0]).all() and \
+                (mat[:, -1] == mat[0, -1]).all():
+            inn = mat[:, 1:-1]
+            host_first[j], host_last[j] = mat[0, 0], mat[0, -1]
+            key = (inn.shape, inn.tobytes())
+        else:  # multi-homed: a commodity of its own, every link in the rows
+            key = ("flow", j)
+            inn = mat
+        g = groups.get(key)
+        if g is None:
+            comm_of[j] = len(inner)
+            groups[key] = [j]
+            inner.append(inn)
+        else:
+            comm_of[j] = comm_of[g[0]]
+            g.append(j)
+    if len(groups) == n:
+        return None
+    cm = Commodities()
+    cm.members = list(groups.values())
+    cm.inner = inner
+    cm.host_first, cm.host_last, cm.comm_of = host_first, host_last, comm_of
+    cm.lp_rows = [g for g in range(len(inner)) if inner[g].shape[0] > 1 and inner[g].shape[1] > 0]
+    cm.struct = None
+    return cm
+
+
 def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.ndarray],
                          capacity: np.ndarray, solver_name: str = "GLOP",
-                         time_limit_s: Optional[float] = None
+                         time_limit_s: Optional[float] = None,
+                         commodities: Optional[Commodities] = None
                          ) -> Optional[Tuple[float, List[np.ndarray], float, float, int]]:
     """LP (4) for one coflow, solved on commodities instead of flows, returning an
     optimal solution of the per-flow LP (4).
@@ -476,6 +533,7 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
         volumes_bits: v_j per flow (bits); link_mats: per flow, its candidate paths'
         link indices as a (paths x hops) int array; capacity: R_l per link (bit/s);
         solver_name, time_limit_s: as :func:`solve_lp4`.
+        commodities: optional :func:`lp4_commodities` of these flows, reused.
 
     Returns:
         (alpha in 1/s, per-flow m_jk arrays in 1/s, build s, solve s, commodities),
@@ -489,30 +547,12 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
     t0 = time.perf_counter()
     n = len(volumes_bits)
     vols = np.asarray(volumes_bits, dtype=float)
-    groups: Dict[tuple, List[int]] = {}
-    host_first = np.full(n, -1, np.int64)
-    host_last = np.full(n, -1, np.int64)
-    inner: List[np.ndarray] = []
-    for j, mat in enumerate(link_mats):
-        if mat.shape[1] >= 2 and (mat[:, 0] == mat[0, 0]).all() and \
-                (mat[:, -1] == mat[0, -1]).all():
-            inn = mat[:, 1:-1]
-            host_first[j], host_last[j] = mat[0, 0], mat[0, -1]
-            key = (inn.shape, inn.tobytes())
-        else:  # multi-homed: a commodity of its own, every link in the rows
-            key = ("flow", j)
-            inn = mat
-        g = groups.get(key)
-        if g is None:
-            groups[key] = [j]
-            inner.append(inn)
-        else:
-            g.append(j)
-    members = list(groups.values())
-    if len(members) == n:
+    cm = commodities if commodities is not None else lp4_commodities(link_mats)
+    if cm is None:
         return None
+    members, inner, host_first, host_last = cm.members, cm.inner, cm.host_first, cm.host_last
     G = len(members)
-    V = np.array([vols[m].sum() for m in members])
+    V = np.bincount(cm.comm_of, weights=vols, minlength=G)
     # host links bound alpha: alpha * (bits through h) <= R_h
     hosts = np.concatenate([host_first[host_first >= 0], host_last[host_last >= 0]])
     hv = np.concatenate([vols[host_first >= 0], vols[host_last >= 0]])
@@ -521,13 +561,15 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
         hl = np.bincount(hosts, weights=hv, minlength=len(capacity))
         used = np.flatnonzero(hl > 0)
         alpha_ub = float(np.min(np.maximum(capacity[used], 0.0) / MEGA / (hl[used] / MEGA)))
-    lp_rows = [g for g in range(G) if inner[g].shape[0] > 1 and inner[g].shape[1] > 0]
+    lp_rows = cm.lp_rows
     m_g: List[Optional[np.ndarray]] = [None] * G
     solve_s = 0.0
     if lp_rows:
-        st = LP4Structure(None, [[None] * inner[g].shape[0] for g in lp_rows],
-                          [inner[g] for g in lp_rows])
-        st.var_ub = st.var_ub.copy()
+        if cm.struct is None:
+            cm.struct = LP4Structure(None, [[None] * inner[g].shape[0] for g in lp_rows],
+                                     [inner[g] for g in lp_rows])
+            cm.struct.var_ub = cm.struct.var_ub.copy()
+        st = cm.struct
         st.var_ub[0] = alpha_ub
         from ortools.linear_solver.python import model_builder_helper as mbh
 
@@ -675,7 +717,8 @@ class Rapier(Scheduler):
     def _route_by_lp(self, flows: Sequence[FlowState], vols: List[float],
                      usable: List[List[tuple]], lp_cap: np.ndarray,
                      link_mats: Optional[list] = None,
-                     structure: Optional[LP4Structure] = None) -> tuple:
+                     structure: Optional[LP4Structure] = None,
+                     carr: Optional["_CoflowArrays"] = None) -> tuple:
         """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` and round. Returns
         (routes, lp_alpha, build_s, solve_s)."""
         if all(len(ps) == 1 for ps in usable):
@@ -685,8 +728,13 @@ class Rapier(Scheduler):
         if link_mats is not None and (self.aggregate or (
                 self.aggregate is None and
                 sum(m.shape[0] for m in link_mats) > self.aggregate_min_paths)):
-            agg = solve_lp4_aggregated(vols, link_mats, lp_cap, self.solver,
-                                       self.lp_time_limit_s)
+            cm = None
+            if carr is not None:
+                if carr.comm is None:
+                    carr.comm = lp4_commodities(link_mats) or False
+                cm = carr.comm
+            agg = None if cm is False else solve_lp4_aggregated(
+                vols, link_mats, lp_cap, self.solver, self.lp_time_limit_s, cm or None)
         if agg is not None:
             lp_alpha, ms, build_s, solve_s, _ = agg
             self.stats["lp_solves"] += 1
@@ -792,7 +840,8 @@ class Rapier(Scheduler):
                 struct = LP4Structure(topo, cand, use_mats)
                 e.struct = struct
             routes, lp_alpha, build_s, solve_s = self._route_by_lp(
-                flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None)
+                flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None,
+                e if usable is cand else None)
             ra = e.route_arrays(routes, topo)
             if full and self.fast:
                 self._full_routes[cid] = (key, e, routes, lp_alpha, build_s, solve_s, ra)
