@@ -200,9 +200,16 @@ class RoutingOnly(_Routed):
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         topo = self.topology
-        flows = [f for c in coflows for f in c.active_flows()]
-        new = [f for f in flows if f.flow_id not in self._routes]
+        # Only a coflow not seen before can bring unplaced flows (a coflow arrives
+        # with all its flows), so the per-flow scan is limited to those.
+        seen = self.__dict__.setdefault("_seen_coflows", set())
+        fresh = [c for c in coflows if c.coflow_id not in seen]
+        new = [f for c in fresh for f in c.active_flows() if f.flow_id not in self._routes]
+        seen.update(c.coflow_id for c in fresh)
+        if len(seen) > 2 * len(coflows) + 64:
+            seen.intersection_update(c.coflow_id for c in coflows)
         if new:
+            flows = [f for c in coflows for f in c.active_flows()]
             load = np.zeros(len(topo.capacity))
             placed = [f for f in flows if f.flow_id in self._routes]
             if placed:
