@@ -338,6 +338,37 @@ class LP4Structure:
                                np.maximum(residual[self.link_of_row], 0.0) / MEGA])
 
 
+def _solve(st: "LP4Structure", capacity: np.ndarray, volumes_bits, solver_name: str,
+           time_limit_s: Optional[float], what: str) -> Tuple[np.ndarray, float, float]:
+    """Fill OR-Tools' model_builder from ``st`` (row bounds from ``capacity`` in
+    bit/s, coefficients from ``volumes_bits``), maximise alpha and return (variable
+    values, fill seconds, solve seconds).
+
+    Raises:
+        LPError: solver unavailable, or not optimal within ``time_limit_s``.
+    """
+    from ortools.linear_solver.python import model_builder_helper as mbh
+
+    t0 = time.perf_counter()
+    helper = mbh.ModelBuilderHelper()
+    helper.fill_model_from_sparse_data(st.var_lb, st.var_ub, st.obj, st.row_lb,
+                                       st.row_ub(capacity), st.matrix(volumes_bits))
+    helper.set_maximize(True)
+    solver = mbh.ModelSolverHelper(solver_name)
+    if not solver.solver_is_supported():
+        raise LPError(f"solver: OR-Tools solver {solver_name!r} is not available")
+    if time_limit_s is not None:
+        solver.set_time_limit_in_seconds(float(time_limit_s))
+    t1 = time.perf_counter()
+    solver.solve(helper)
+    solve_s = time.perf_counter() - t1
+    status = solver.status()
+    if status != mbh.SolveStatus.OPTIMAL:
+        raise LPError(f"LP (4) not solved to optimality (status {status.name}, "
+                      f"{what}, {solve_s:.3f} s)")
+    return np.asarray(solver.variable_values(), dtype=float), t1 - t0, solve_s
+
+
 def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
               paths: Sequence[Sequence[tuple]], residual: np.ndarray,
               solver_name: str = "GLOP", time_limit_s: Optional[float] = None,
@@ -379,29 +410,13 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
     except ImportError:  # pragma: no cover - scipy is a declared dependency
         return solve_lp4_reference(topology, volumes_bits, paths, residual,
                                    solver_name, time_limit_s)
-    from ortools.linear_solver.python import model_builder_helper as mbh
-
     t0 = time.perf_counter()
     st = structure if structure is not None else LP4Structure(topology, paths, link_mats)
-    helper = mbh.ModelBuilderHelper()
-    helper.fill_model_from_sparse_data(st.var_lb, st.var_ub, st.obj, st.row_lb,
-                                       st.row_ub(residual), st.matrix(volumes_bits))
-    helper.set_maximize(True)
-    solver = mbh.ModelSolverHelper(solver_name)
-    if not solver.solver_is_supported():
-        raise LPError(f"solver: OR-Tools solver {solver_name!r} is not available")
-    if time_limit_s is not None:
-        solver.set_time_limit_in_seconds(float(time_limit_s))
     t1 = time.perf_counter()
-    solver.solve(helper)
-    t2 = time.perf_counter()
-    status = solver.status()
-    if status != mbh.SolveStatus.OPTIMAL:
-        raise LPError(f"LP (4) not solved to optimality (status {status.name}, "
-                      f"{len(volumes_bits)} flows, {t2 - t1:.3f} s)")
-    x = np.asarray(solver.variable_values(), dtype=float)
+    x, fill_s, solve_s = _solve(st, residual, volumes_bits, solver_name, time_limit_s,
+                                f"{len(volumes_bits)} flows")
     ms = np.split(x[1:], np.cumsum(st.n_paths)[:-1]) if st.n else []
-    return float(x[0]), list(ms), t1 - t0, t2 - t1
+    return float(x[0]), list(ms), t1 - t0 + fill_s, solve_s
 
 
 def solve_lp4_reference(topology: Topology, volumes_bits: Sequence[float],
@@ -571,24 +586,10 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
             cm.struct.var_ub = cm.struct.var_ub.copy()
         st = cm.struct
         st.var_ub[0] = alpha_ub
-        from ortools.linear_solver.python import model_builder_helper as mbh
-
-        helper = mbh.ModelBuilderHelper()
-        helper.fill_model_from_sparse_data(st.var_lb, st.var_ub, st.obj, st.row_lb,
-                                           st.row_ub(capacity), st.matrix(V[lp_rows]))
-        helper.set_maximize(True)
-        solver = mbh.ModelSolverHelper(solver_name)
-        if not solver.solver_is_supported():
-            raise LPError(f"solver: OR-Tools solver {solver_name!r} is not available")
-        if time_limit_s is not None:
-            solver.set_time_limit_in_seconds(float(time_limit_s))
         t1 = time.perf_counter()
-        solver.solve(helper)
-        solve_s = time.perf_counter() - t1
-        if solver.status() != mbh.SolveStatus.OPTIMAL:
-            raise LPError(f"LP (4) not solved to optimality (status {solver.status().name}, "
-                          f"{G} commodities of {n} flows, {solve_s:.3f} s)")
-        x = np.asarray(solver.variable_values(), dtype=float)
+        x, fill_s, solve_s = _solve(st, capacity, V[lp_rows], solver_name, time_limit_s,
+                                    f"{G} commodities of {n} flows")
+        t1 += fill_s
         alpha = float(x[0])
         for g, mg in zip(lp_rows, np.split(x[1:], np.cumsum(st.n_paths)[:-1])):
             m_g[g] = mg
