@@ -183,6 +183,39 @@ def table(out: str, topologies: List[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+CORE = ["rapier", "scheduling-only", "routing-only", "baseline"]
+
+
+def core_table(out: str, topologies: List[str]) -> str:
+    """Markdown table of RAPIER and the paper's three comparison schemes (RAPIER
+    Section V) per topology: average, p50/p95/p99 CCT (s), the improvement
+    (CCT_baseline - CCT) / CCT_baseline of the average, decisions and wall time."""
+    lines = []
+    for topo in topologies:
+        d = topo_dir(out, topo)
+        path = os.path.join(d, "summary.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as fh:
+            sch = json.load(fh)["schedulers"]
+        base = sch.get("baseline")
+        lines.append(f"\n#### {topo}\n")
+        lines.append("| scheme | avg CCT (s) | p50 (s) | p95 (s) | p99 (s) | improvement over "
+                     "baseline (avg) | decisions | wall (s) |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for name in CORE:
+            s = sch.get(name)
+            if s is None:
+                lines.append(f"| {name} | not finished | | | | | | |")
+                continue
+            imp = (f"{(base['avg_cct_s'] - s['avg_cct_s']) / base['avg_cct_s'] * 100:.1f} %"
+                   if base else "")
+            lines.append(f"| {name} | {s['avg_cct_s']:.2f} | {s['p50_cct_s']:.3f} | "
+                         f"{s['p95_cct_s']:.1f} | {s['p99_cct_s']:.0f} | {imp} | "
+                         f"{s.get('events', '')} | {s['wall_s']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--limit", type=int, default=None, help="first N trace coflows")
@@ -203,7 +236,10 @@ def main(argv=None) -> int:
     md = table(args.out, topos)
     with open(os.path.join(args.out, "table.md"), "w") as fh:
         fh.write(md)
-    sys.stdout.write(md)
+    core = core_table(args.out, topos)
+    with open(os.path.join(args.out, "core.md"), "w") as fh:
+        fh.write(core)
+    sys.stdout.write(md + core)
     return 0
 
 
