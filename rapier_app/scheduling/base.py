@@ -43,7 +43,9 @@ class Scheduler:
             or ``path`` of unfinished flows (default True).  Schemes that keep their
             own routes and only need the active flows (ECMP + max-min fair) set it
             False, and the simulator skips writing those fields back at every event
-            (finished flows still get their final ``bytes_sent`` and ``finish_s``).
+            (finished flows still get their final ``bytes_sent`` and ``finish_s``);
+            ``"arrivals"``: only ``bytes_sent``, and only at decision points where a
+            coflow arrived.
 
     Args:
         topology: the fabric (capacities in bit/s, candidate paths).

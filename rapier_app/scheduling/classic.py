@@ -198,6 +198,9 @@ class RoutingOnly(_Routed):
     Ties go to the lexicographically first path.
     """
 
+    #: remaining bytes are read only when new flows are placed, i.e. at arrivals
+    reads_progress = "arrivals"
+
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         topo = self.topology
         # Only a coflow not seen before can bring unplaced flows (a coflow arrives

@@ -181,7 +181,10 @@ class Simulator:
         posmap = np.full(1024, -1, dtype=np.int64)  # global index -> position in act
         cof_of = np.zeros(1024, dtype=np.int64)  # global index -> coflow serial
         by_coflow = self.reschedule_on == "coflow"
-        reads = bool(getattr(self.scheduler, "reads_progress", True))
+        rp = getattr(self.scheduler, "reads_progress", True)
+        reads = rp is True
+        reads_on_arrival = rp == "arrivals"
+        arrived = False
         # Per active position: the last validated path (a tuple; _UNSET: none) and
         # its link indices; positions move only when flows finish.
         cur_paths: List[object] = []
@@ -229,6 +232,7 @@ class Simulator:
                 n_glob += k
                 flat_ok = False
                 act_dirty = True
+                arrived = True
                 ai += 1
             if not active:
                 now = arrivals[ai].arrival_s
@@ -243,6 +247,10 @@ class Simulator:
             if res.events > self.max_events:
                 raise SimulationError(f"max_events: more than {self.max_events} events")
             states = list(active.values())
+            if reads_on_arrival and arrived:
+                # the scheme reads byte counters only when coflows arrive
+                deque(map(setattr, act_flows, repeat("bytes_sent"), sent[act_idx].tolist()), 0)
+            arrived = False
             sched = self.scheduler.schedule(now, states)
             m = len(act_flows)
             # Per active position: path (None: no allocation) and rate in bit/s.
