@@ -86,3 +86,10 @@ def test_rapier_aggregated_keeps_invariants():
     sched = s.schedule(0.0, states)
     assert s.stats["lp_solves"] > 0
     assert len(sched.allocations) == sum(len(c.flows) for c in cfs)
+
+
+def test_bad_aggregate_threshold_names_the_field():
+    from rapier_app.scheduling.base import SchedulerError
+
+    with pytest.raises(SchedulerError, match="aggregate_min_paths"):
+        make_scheduler("rapier", fat_tree(4), aggregate_min_paths=-1)

@@ -660,7 +660,8 @@ class Rapier(Scheduler):
             a per-flow GLOP solve of that size takes about a second here).
 
     Raises:
-        SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on.
+        SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on,
+            negative aggregate_min_paths.
     """
 
     clairvoyant = True
@@ -681,6 +682,8 @@ class Rapier(Scheduler):
             raise SchedulerError(f"delta_s: must be >= 0, got {delta_s}")
         if lp_time_limit_s is not None and lp_time_limit_s <= 0:
             raise SchedulerError(f"lp_time_limit_s: must be positive, got {lp_time_limit_s}")
+        if int(aggregate_min_paths) < 0:
+            raise SchedulerError(f"aggregate_min_paths: must be >= 0, got {aggregate_min_paths}")
         self.delta_s = float(delta_s)
         self.solver = solver
         self.lp_time_limit_s = lp_time_limit_s
