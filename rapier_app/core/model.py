@@ -264,7 +264,7 @@ class Schedule:
     @classmethod
     def from_vectors(cls, flows: Sequence["FlowState"], paths: Sequence[Sequence[str]],
                      rates, order: Optional[List[str]] = None, fallback: Optional[dict] = None,
-                     info: Optional[dict] = None) -> "Schedule":
+                     info: Optional[dict] = None, tuple_paths: bool = False) -> "Schedule":
         """A schedule given as parallel vectors: ``flows[i]`` gets ``paths[i]`` (node
         names; ``None``: no allocation, the flow waits with no path) at ``rates[i]``
         bit/s.  Equivalent to ``Schedule({f.flow_id: Allocation(p, float(r))})``
@@ -272,7 +272,9 @@ class Schedule:
         to :attr:`allocations`; the simulator reads the vectors directly.  Paths are
         stored as tuples (other sequences are converted); the simulator skips
         re-validating a flow whose path is the same tuple object as at the previous
-        event, so reuse path tuples across calls.
+        event, so reuse path tuples across calls.  ``tuple_paths=True`` promises that
+        every path already is a tuple or ``None`` and skips the O(flows) check (the
+        schedulers' route caches hold tuples).
 
         Raises:
             ValueError: the three vectors differ in length.
@@ -283,7 +285,7 @@ class Schedule:
         if not (len(flows) == len(paths) == r.shape[0]):
             raise ValueError(f"from_vectors: {len(flows)} flows, {len(paths)} paths and "
                              f"{r.shape[0]} rates differ in length")
-        if not set(map(type, paths)) <= {tuple, type(None)}:
+        if not tuple_paths and not set(map(type, paths)) <= {tuple, type(None)}:
             paths = [p if (p is None or type(p) is tuple) else tuple(p) for p in paths]
         s = cls(None, order, fallback, info)
         s._allocations = None

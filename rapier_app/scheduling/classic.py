@@ -93,7 +93,7 @@ class _Routed(Scheduler):
         Raises:
             TopologyError: a path that is not in the topology.
         """
-        return self._active_routes(coflows)[:5]
+        return self._active_routes(coflows, (0, 1, 2, 3, 4))[:5]
 
     def _entry(self, flows: Sequence[FlowState]) -> tuple:
         p, l = self.routes_and_links(flows)
@@ -103,9 +103,12 @@ class _Routed(Scheduler):
         lpy = [tuple(a.tolist()) for a in l]
         return (flows, p, l, ln, li, sizes, lpy)
 
-    def _active_routes(self, coflows: Sequence[CoflowState]) -> tuple:
+    def _active_routes(self, coflows: Sequence[CoflowState],
+                       need: Sequence[int] = (0, 1, 2, 3, 4, 5, 6)) -> tuple:
         # As active_routes, plus the true flow sizes (bytes; for clairvoyant schemes
-        # only) and each flow's links as a tuple of ints.
+        # only) and each flow's links as a tuple of ints.  Only the columns in
+        # ``need`` are built (the others are None): concatenating a column costs
+        # O(active flows) per event.
         cache = self._coflow_cache
         cols: List[list] = [[] for _ in range(7)]
         for c in coflows:
@@ -140,13 +143,14 @@ class _Routed(Scheduler):
             live = {c.coflow_id for c in coflows}
             for k in [k for k in cache if k not in live]:
                 del cache[k]
-        out = [list(chain.from_iterable(cols[0]))]
-        for k in (1, 2, 6):
-            out.append(list(chain.from_iterable(cols[k])))
-        lens = np.concatenate(cols[3]) if cols[3] else np.zeros(0, np.int64)
-        lidx = np.concatenate(cols[4]) if cols[4] else np.zeros(0, np.int64)
-        sizes = np.concatenate(cols[5]) if cols[5] else np.zeros(0)
-        return out[0], out[1], out[2], lens, lidx, sizes, out[3]
+        out: List[object] = [None] * 7
+        for k in need:
+            if k in (3, 4, 5):
+                out[k] = (np.concatenate(cols[k]) if cols[k] else
+                          np.zeros(0, np.int64 if k < 5 else float))
+            else:
+                out[k] = list(chain.from_iterable(cols[k]))
+        return tuple(out)
 
 
 def fair_share(topology: Topology, flows: List[FlowState], paths: List[tuple],
@@ -175,9 +179,10 @@ class Baseline(_Routed):
     reads_progress = False  # ECMP routes are cached; max-min needs no byte counts
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
-        flows, paths, _, lens, lidx = self.active_routes(coflows)
+        flows, paths, _, lens, lidx, _, _ = self._active_routes(coflows, (0, 1, 3, 4))
         rates = max_min_fair_flat(lens, lidx, self.topology.capacity)
-        return Schedule.from_vectors(flows, paths, rates, order=[c.coflow_id for c in coflows])
+        return Schedule.from_vectors(flows, paths, rates, order=[c.coflow_id for c in coflows],
+                                     tuple_paths=True)
 
 
 @register("fair")
@@ -236,9 +241,10 @@ class RoutingOnly(_Routed):
                         best, best_cost = p, cost
                 self._routes[f.flow_id] = best
                 load[topo.path_links(best)] += v
-        flows, paths, _, lens, lidx = self.active_routes(coflows)
+        flows, paths, _, lens, lidx, _, _ = self._active_routes(coflows, (0, 1, 3, 4))
         rates = max_min_fair_flat(lens, lidx, topo.capacity)
-        return Schedule.from_vectors(flows, paths, rates, order=[c.coflow_id for c in coflows])
+        return Schedule.from_vectors(flows, paths, rates, order=[c.coflow_id for c in coflows],
+                                     tuple_paths=True)
 
 
 def coflows_index(coflows: Sequence[CoflowState], cid: str) -> int:
@@ -366,4 +372,5 @@ class Varys(_Routed):
                         for l in ls:
                             res[l] -= extra
         return Schedule.from_vectors(flows, paths, np.array(rl, dtype=float),
-                                     order=[active[k].coflow_id for k in order_k])
+                                     order=[active[k].coflow_id for k in order_k],
+                                     tuple_paths=True)

@@ -327,7 +327,7 @@ class _SeedScheduler(Scheduler):
             last[c.coflow_id] = float(r.sum())
         self._last_rates = last
         return Schedule.from_vectors(flows, paths, np.concatenate(rs) if rs else np.zeros(0),
-                                     order=order, info=info or {})
+                                     order=order, info=info or {}, tuple_paths=True)
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Paths (sticky ECMP) and rates (bit/s) for every active flow at ``now`` (s);
