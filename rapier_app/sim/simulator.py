@@ -185,10 +185,12 @@ class Simulator:
         reads = rp is True
         reads_on_arrival = rp == "arrivals"
         arrived = False
-        # Per active position: the last validated path (a tuple; _UNSET: none) and
-        # its link indices; positions move only when flows finish.
+        # Per active position: the last validated path (a tuple; _UNSET: none);
+        # positions move only when flows finish.
         cur_paths: List[object] = []
-        cur_links: List[Optional[np.ndarray]] = []
+        # validated link indices per global flow index (append-only, so finishes
+        # need no compaction)
+        glob_links: List[Optional[np.ndarray]] = []
         # All active positions' validated links, concatenated in position order
         # (flat_lens[j] = 0 where none yet); rebuilt after arrivals and path changes,
         # compacted in O(entries) when flows finish.
@@ -226,7 +228,7 @@ class Simulator:
                 size[n_glob:n_glob + k] = [f.spec.size_bytes for f in cs.flows]
                 sent[n_glob:n_glob + k] = [f.bytes_sent for f in cs.flows]
                 cur_paths.extend([_UNSET] * k)
-                cur_links.extend([None] * k)
+                glob_links.extend([None] * k)
                 new_idx.extend(range(n_glob, n_glob + k))
                 act_flows.extend(cs.active_flows())
                 n_glob += k
@@ -257,7 +259,10 @@ class Simulator:
             vec = sched.vectors() if hasattr(sched, "vectors") else None
             if vec is not None:
                 vflows, vpaths, vrates = vec
-                if len(vflows) == m and all(map(operator.is_, vflows, act_flows)):
+                # FlowState compares by identity, so list == is the identity check
+                # at C speed (a tuple never equals a list: the general branch)
+                if len(vflows) == m and (vflows == act_flows if type(vflows) is list
+                                         else all(map(operator.is_, vflows, act_flows))):
                     path_pos = vpaths
                     rate_pos = vrates
                 else:
@@ -285,7 +290,12 @@ class Simulator:
                 rate_pos = np.array(rate_list, dtype=float)
             # flows that send: an allocation with a positive (or NaN: caught below) rate
             pos_mask = ~(rate_pos <= 0)
-            same = np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool, count=m)
+            if type(path_pos) is list and path_pos == cur_paths:
+                # every path is (the same object as, or equal to) the validated one
+                same = np.ones(m, dtype=bool)
+            else:
+                same = np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool,
+                                   count=m)
             for j in np.flatnonzero(pos_mask & ~same).tolist():
                 p = path_pos[j]
                 if p is None:
@@ -300,7 +310,7 @@ class Simulator:
                 except TopologyError as exc:
                     raise SimulationError(f"flow {f.flow_id}: {exc}") from None
                 cur_paths[j] = p if type(p) is tuple else _UNSET
-                cur_links[j] = ls
+                glob_links[int(act_idx[j])] = ls
                 flat_ok = False
             bad = pos_mask & ~np.isfinite(rate_pos)
             if bad.any():
@@ -318,6 +328,7 @@ class Simulator:
             rate_arr = rate_pos[sel_arr]
             if n_sel:
                 if not flat_ok:
+                    cur_links = [glob_links[g] for g in act_idx.tolist()]
                     flat_lens = np.fromiter((0 if a is None else len(a) for a in cur_links),
                                             np.int64, m)
                     flat_lidx = (np.concatenate([a for a in cur_links if a is not None])
@@ -398,7 +409,6 @@ class Simulator:
                     kl = keep.tolist()
                     act_flows = list(compress(act_flows, kl))
                     cur_paths = list(compress(cur_paths, kl))
-                    cur_links = list(compress(cur_links, kl))
                     if flat_ok:
                         flat_lidx = flat_lidx[np.repeat(keep, flat_lens)]
                         flat_lens = flat_lens[keep]
