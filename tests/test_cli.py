@@ -5,8 +5,7 @@ import os
 
 import pytest
 
-TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                     "shared", "traces", "FB2010-1Hr-150-0.txt")
+from conftest import fb_trace  # noqa: E402
 
 from rapier_app.cli import main
 
@@ -32,7 +31,7 @@ def test_fig1_json(tmp_path, capsys):
 
 def test_trace_prefix_on_big_switch(tmp_path, capsys):
     # the first 11 coflows (6,213 flows; the 12th alone has 20,286)
-    rc = main(["--topology", "bigswitch:150", "--trace", TRACE, "--limit", "11",
+    rc = main(["--topology", "bigswitch:150", "--trace", fb_trace(), "--limit", "11",
                "--schedulers", "baseline,scheduling-only", "--json", "--out", str(tmp_path),
                "--quiet", "--no-plot"])
     assert rc == 0
@@ -61,7 +60,7 @@ def test_reschedule_option_changes_decision_points(tmp_path, capsys):
     # only at coflow arrivals and completions by default (at most 2 x 11)
     events = {}
     for mode in ("flow", "auto"):
-        rc = main(["--topology", "bigswitch:150", "--trace", TRACE, "--limit", "11",
+        rc = main(["--topology", "bigswitch:150", "--trace", fb_trace(), "--limit", "11",
                    "--schedulers", "scheduling-only", "--reschedule", mode, "--json",
                    "--no-plot", "--no-bound", "--quiet", "--out", str(tmp_path / mode)])
         assert rc == 0

@@ -20,7 +20,7 @@ from rapier_app.sim import simulate
 from topologies import build_topology
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRACE = os.path.join(os.path.dirname(ROOT), "shared", "traces", "FB2010-1Hr-150-0.txt")
+from conftest import fb_trace  # noqa: E402
 
 CLASSIC = ["baseline", "fair", "routing-only", "scheduling-only"]
 
@@ -36,7 +36,7 @@ def _workload(name):
         return topo, synthetic(topo, 6, 9, 0.0, sizes="uniform:1,5", seed=7)
     if name == "trace10":
         topo = build_topology("bigswitch:150")
-        cfs = trace_to_coflows(read_trace(TRACE), port_mapping(150, topo), 10)
+        cfs = trace_to_coflows(read_trace(fb_trace()), port_mapping(150, topo), 10)
         return topo, cfs
     raise KeyError(name)
 
@@ -86,8 +86,6 @@ PINNED[('trace10', 'routing-only')] = ({'1': 0.008388608, '10': 0.00838860800000
 
 @pytest.mark.parametrize("wl,sched", CASES)
 def test_ccts_unchanged(wl, sched):
-    if wl == "trace10" and not os.path.exists(TRACE):
-        pytest.skip("Facebook trace not available")
     ccts, events, _ = _run(wl, sched)
     want_ccts, want_events = PINNED[(wl, sched)]
     assert events == want_events

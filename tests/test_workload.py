@@ -4,8 +4,7 @@ import os
 
 import pytest
 
-TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                     "shared", "traces", "FB2010-1Hr-150-0.txt")
+from conftest import fb_trace  # noqa: E402
 
 from rapier_app.core.model import WorkloadError
 from rapier_app.core.workload import (port_mapping, read_trace, scenario, size_sampler,
@@ -14,7 +13,7 @@ from topologies import build_topology
 
 
 def test_facebook_trace_loads_with_the_bytes_the_format_implies():
-    tr = read_trace(TRACE)
+    tr = read_trace(fb_trace())
     assert tr.ports == 150 and len(tr.coflows) == 526
     topo = build_topology("bigswitch:150")
     cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo))
@@ -23,7 +22,7 @@ def test_facebook_trace_loads_with_the_bytes_the_format_implies():
     # Independent recount straight from the text: per reducer MB * 2^20 split over the
     # mappers, each flow at least 1 MiB.
     expected = 0.0
-    with open(TRACE) as fh:
+    with open(fb_trace()) as fh:
         next(fh)
         for line in fh:
             t = line.split()
