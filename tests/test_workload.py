@@ -1,6 +1,5 @@
 """Workloads: the Facebook trace, bad trace lines, the synthetic generator, scenarios."""
 
-import os
 
 import pytest
 
