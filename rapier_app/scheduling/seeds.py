@@ -160,6 +160,10 @@ class _SeedScheduler(Scheduler):
     Subclasses implement :meth:`plan`, which returns per-coflow flow rates.
     """
 
+    #: the schemes read bytes sent (queue demotion, size estimates, remaining
+    #: bytes), never a flow's current rate or path: they keep their own routes
+    reads_progress = "bytes"
+
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
         super().__init__(topology, seed, max_paths)
         cap = np.asarray(topology.capacity, dtype=float)
@@ -367,6 +371,7 @@ class Fifo(_SeedScheduler):
     """
 
     clairvoyant = False
+    reads_progress = False  # the order needs only arrival times; no byte counters
 
     def plan(self, now, coflows, rates):
         order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))

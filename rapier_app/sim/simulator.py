@@ -156,7 +156,8 @@ class Simulator:
         event, and each :class:`FlowState`'s ``bytes_sent``, ``path``, ``rate_bps``
         and ``finish_s`` are written back at every event, so schedulers see the same
         state as before (``bytes_sent``, ``path`` and ``rate_bps`` of unfinished flows
-        only for schedulers whose ``reads_progress`` is True).  A flow's path is validated when it changes (a new path
+        only for schedulers whose ``reads_progress`` is True; ``bytes_sent`` alone
+        for ``"bytes"``).  A flow's path is validated when it changes (a new path
         object); link loads are checked at every event.
 
         Raises:
@@ -182,7 +183,8 @@ class Simulator:
         cof_of = np.zeros(1024, dtype=np.int64)  # global index -> coflow serial
         by_coflow = self.reschedule_on == "coflow"
         rp = getattr(self.scheduler, "reads_progress", True)
-        reads = rp is True
+        reads = rp is True  # bytes_sent, rate_bps and path at every event
+        reads_bytes = reads or rp == "bytes"  # bytes_sent at every event
         reads_on_arrival = rp == "arrivals"
         arrived = False
         # Per active position: the last validated path (a tuple; _UNSET: none);
@@ -385,7 +387,7 @@ class Simulator:
                 if fin.size:
                     new_sent[fin] = size[gsel[fin]]
                 sent[gsel] = new_sent
-                if reads:
+                if reads_bytes:
                     deque(map(setattr, compress(act_flows, mask_list), repeat("bytes_sent"),
                               new_sent.tolist()), 0)
                 elif fin.size:
