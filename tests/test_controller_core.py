@@ -371,6 +371,39 @@ def test_idle_rule_finishes_a_nearly_complete_stalled_flow(ls):
     assert c.flows[0].finish_s == 1.0 and c.flows[1].finish_s is None
 
 
+@pytest.mark.parametrize("mode,decisions", [("flow", 2), ("coflow", 1)])
+def test_flow_completion_reschedules_only_in_flow_mode(ls, mode, decisions):
+    """reschedule_on=coflow keeps the last decision when a flow finishes but its
+    coflow does not (as the simulator does): no scheduler call, the finished flow's
+    rules and agent rate go, the other flow keeps its path and rate."""
+    core, sched, fab = pinned_core(ls, finish_slack_bytes=0, reschedule_on=mode)
+    sched.plan["c1/0"] = (("h1", "l1", "s2", "l2", "h5"), 1e8)
+    sched.plan["c1/1"] = (("h2", "l1", "s3", "l2", "h6"), 2e8)
+    c, acts = core.submit({"flows": [flow(size=1448 * 10), flow("h2", "h6", 1448 * 1000, 5002)]},
+                          1.0)
+    fab.apply(acts.rules)
+    assert core.schedule_count == 1
+    l1 = ls.graph.nodes["l1"]["dpid"]
+    acts = core.apply_flow_stats(l1, [(cookie_for(1), 11 * 66 + 10 * 1448, 11)], 2.0)
+    assert acts.finished == ["c1/0"]
+    assert core.schedule_count == decisions
+    assert sorted((fab.name_of[r.dpid], r.command) for r in acts.rules) == [
+        ("l1", "delete"), ("l2", "delete"), ("s2", "delete")]
+    assert [(p.host, p.flows) for p in acts.pushes] == [("h1", [])]
+    assert core.schedule_view()["allocations"]["c1/1"]["rate_bps"] == 2e8
+    # the coflow's end is a decision point in both modes
+    core.apply_flow_stats(l1, [(cookie_for(2), 1001 * 66 + 1000 * 1448, 1001)], 3.0)
+    assert core.coflow_view("c1")["state"] == "done"
+    assert core.schedule_count == decisions + 1
+
+
+def test_reschedule_mode_auto_follows_the_scheduler(ls):
+    assert make_core(Settings(scheduler="rapier", agent_url="")).reschedule_mode() == "coflow"
+    assert make_core(Settings(scheduler="baseline", agent_url="")).reschedule_mode() == "flow"
+    core = make_core(Settings(scheduler="rapier", agent_url="", reschedule_on="flow"))
+    assert core.reschedule_mode() == "flow"
+
+
 def test_rapier_end_to_end_through_the_core(ls):
     """The real RAPIER scheduler: two coflows share l1's uplinks; rates respect
     capacities and every active flow gets a valid path with rules."""
@@ -404,7 +437,7 @@ def test_rapier_end_to_end_through_the_core(ls):
     ("rest_port", 0), ("rest_port", 70000), ("agent_port", -1), ("agent_url", "ftp://x"),
     ("agent_url", "http://{address}:{port}"), ("lp_time_limit_s", 0), ("delta_s", -1),
     ("stats_interval_s", float("nan")), ("idle_fraction", 1.0), ("header_bytes", -1),
-    ("link_bps", 0), ("scheduler", ""), ("max_paths", 1.5)])
+    ("link_bps", 0), ("scheduler", ""), ("max_paths", 1.5), ("reschedule_on", "often")])
 def test_settings_reject_bad_values_naming_the_option(key, value):
     with pytest.raises(SettingsError) as ei:
         Settings(**{key: value}).validate()

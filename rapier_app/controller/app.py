@@ -94,6 +94,9 @@ OPTS = [
     cfg.IntOpt("seed", default=_D.seed, help="scheduler seed (ECMP hashing)"),
     cfg.IntOpt("max_paths", default=_D.max_paths,
                help="cap on candidate paths per host pair (0: all equal-cost paths)"),
+    cfg.StrOpt("reschedule_on", default=_D.reschedule_on,
+               help="decide again at every flow completion (flow), only when a coflow "
+                    "arrives or finishes (coflow), or as the scheduler says (auto)"),
 ]
 
 CONF = cfg.CONF

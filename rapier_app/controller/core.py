@@ -119,6 +119,12 @@ class Settings:
         idle_finish_s, idle_fraction: the idle completion rule (module docstring).
         seed: scheduler seed (ECMP hashing).
         max_paths: cap on candidate paths per host pair (0: the whole ECMP set).
+        reschedule_on: when a flow finishes without ending its coflow, ``"flow"``
+            calls the scheduler again; ``"coflow"`` keeps the last decision for the
+            remaining flows (only the finished flow's rules and rate go), as the
+            simulator does; ``"auto"`` (default) follows the scheduler's own
+            ``reschedule_on`` (``coflow`` for RAPIER and Varys, RAPIER Section IV-C:
+            Algorithm 1 runs when a coflow arrives or finishes).
     """
 
     scheduler: str = "rapier"
@@ -139,6 +145,7 @@ class Settings:
     idle_fraction: float = 0.05
     seed: int = 0
     max_paths: int = 0
+    reschedule_on: str = "auto"
 
     def validate(self) -> "Settings":
         """Check every option; return self.
@@ -184,6 +191,9 @@ class Settings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise SettingsError(f"{name}: must be an integer >= 0, got {v!r}")
+        if self.reschedule_on not in ("auto", "flow", "coflow"):
+            raise SettingsError(f"reschedule_on: must be auto, flow or coflow, got "
+                                f"{self.reschedule_on!r}")
         if not isinstance(self.idle_fraction, (int, float)) or not 0 <= self.idle_fraction < 1:
             raise SettingsError(f"idle_fraction: must be in [0, 1), got {self.idle_fraction!r}")
         return self
@@ -1051,17 +1061,34 @@ class ControllerCore:
         f.rate_bps = 0.0
         self._log("info", "flow %s done at %.3f s", f.flow_id, t)
 
+    def reschedule_mode(self) -> str:
+        """``"flow"`` or ``"coflow"``: the decision points in use (the
+        ``reschedule_on`` setting, ``auto`` resolved from the scheduler)."""
+        mode = self.settings.reschedule_on
+        if mode == "auto":
+            mode = getattr(self.scheduler, "reschedule_on", "flow")
+        return mode
+
     def _after_finish(self, finished: List[str], now: float) -> Actions:
+        """Close finished coflows, then either call the scheduler again or, in
+        ``coflow`` mode when no coflow ended, re-apply the last decision to the
+        remaining flows (the finished flows' rules and agent rates are removed)."""
         if not finished:
             return Actions()
+        coflow_done = False
         for c in self.active():
             c._invalidate()
             if not c.active_flows():
                 c.finish_s = max(f.finish_s for f in c.flows)
                 self.state[c.coflow_id] = DONE
                 self.ended_s[c.coflow_id] = now
+                coflow_done = True
                 self._log("info", "coflow %s done: CCT %.3f s", c.coflow_id, c.cct_s)
-        acts = self.reschedule(now)
+        if (self.reschedule_mode() == "coflow" and not coflow_done
+                and self.last_schedule is not None):
+            acts = self._apply(self.last_schedule, self.active())
+        else:
+            acts = self.reschedule(now)
         acts.finished = finished
         return acts
 
