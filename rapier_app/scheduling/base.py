@@ -189,21 +189,37 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
     cap = np.asarray(capacity, dtype=float)
     L = cap.shape[0]
     lidx = np.asarray(lidx, dtype=np.int64)
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    weighted = weights is not None
+    w = np.asarray(weights, dtype=float) if weighted else np.ones(n)
     dem = np.full(n, np.inf) if demand is None else np.asarray(demand, dtype=float)
     # Progressive filling with incremental bookkeeping: every active flow's rate is
     # level * w; a link's active weight wl and active count cnt only change when a
     # flow freezes, so each iteration costs O(links) plus the entries of the flows
-    # and links it freezes (O(entries) over the whole run).
+    # and links it freezes (O(entries) over the whole run).  Links are kept as a
+    # padded (flows x longest path) matrix P whose padding is the sentinel link L,
+    # so a set of flows' links is one row gather.
     active = (lens > 0) & (dem > 0)
-    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
-    fidx = np.repeat(np.arange(n), lens)
-    act_e = active[fidx]
-    wl = np.bincount(lidx[act_e], weights=w[fidx[act_e]], minlength=L)
-    cnt = np.bincount(lidx[act_e], minlength=L)
-    # stable sort by link: radix sort on 16-bit keys when the link ids fit (3x faster)
-    by_link = np.argsort(lidx.astype(np.int16) if L < 32768 else lidx, kind="stable")
-    lptr = np.concatenate([[0], np.cumsum(np.bincount(lidx, minlength=L))])
+    W = int(lens.max())
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    flat = np.full(n * W, L, dtype=np.int64)
+    if W:  # entry k of flow i goes to i * W + k
+        pos = np.repeat(np.arange(0, n * W, W, dtype=np.int64) - starts, lens)
+        pos += np.arange(lidx.shape[0], dtype=np.int64)
+        flat[pos] = lidx
+    P = flat.reshape(n, W)
+    everyone = bool(active.all())
+    act_ents = flat if everyone else P[active].ravel()
+    cnt = np.bincount(act_ents, minlength=L + 1)[:L]
+    if weighted:
+        wl = np.bincount(act_ents, weights=np.repeat(w if everyone else w[active], W),
+                         minlength=L + 1)[:L]
+    else:
+        wl = cnt.astype(float)  # unit weights: the active weight is the count
+    # entries of P.ravel() stably sorted by link (radix sort on 16-bit keys when the
+    # link ids fit: 3x faster); entry e belongs to flow e // W
+    by_link = np.argsort(flat.astype(np.int16) if L < 32767 else flat, kind="stable")
+    lptr = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=L + 1))])
     head = dem / w  # level at which a flow reaches its demand
     dem_order = np.argsort(np.where(active, head, np.inf), kind="stable")
     dem_order = dem_order[np.isfinite(head[dem_order]) & active[dem_order]]
@@ -218,6 +234,9 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
         share = np.full(L, np.inf)
         share[used] = residual[used] / wl[used]
         inc = float(share.min())
+        # flows frozen by a saturated link no longer bound the level by their demand
+        while di < len(dem_order) and not active[dem_order[di]]:
+            di += 1
         if di < len(dem_order):
             inc = min(inc, float(head[dem_order[di]]) - level)
         inc = max(inc, 0.0)
@@ -228,7 +247,7 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
         sat = np.flatnonzero(used & (residual <= tol))
         ents = (np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in sat.tolist()])
                 if sat.size else np.zeros(0, np.int64))
-        cand = fidx[ents]
+        cand = ents // W if W else ents
         dstop = di
         lim = level * (1 + rel_eps)
         while dstop < len(dem_order) and head[dem_order[dstop]] <= lim:
@@ -238,17 +257,18 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
         newly = _dedup(cand[active[cand]], slot)
         if not newly.size:  # numerical guard: freeze the most constrained link's flows
             j = int(np.argmin(share))
-            e = fidx[by_link[lptr[j]:lptr[j + 1]]]
+            e = by_link[lptr[j]:lptr[j + 1]] // W
             newly = _dedup(e[active[e]], slot)
         rate[newly] = np.minimum(level * w[newly], dem[newly])
         active[newly] = False
         n_active -= newly.size
-        nl = lens[newly]
-        fe = np.repeat(starts[newly] - np.concatenate([[0], np.cumsum(nl)[:-1]]), nl) + \
-            np.arange(int(nl.sum()))
-        le = lidx[fe]
-        wl -= np.bincount(le, weights=np.repeat(w[newly], nl), minlength=L)
-        cnt -= np.bincount(le, minlength=L)
+        le = P[newly].ravel()
+        dec = np.bincount(le, minlength=L + 1)[:L]
+        cnt -= dec
+        if weighted:
+            wl -= np.bincount(le, weights=np.repeat(w[newly], W), minlength=L + 1)[:L]
+        else:
+            wl -= dec
         wl[cnt == 0] = 0.0
     return rate
 
