@@ -226,50 +226,63 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
     di = 0
     residual = np.maximum(cap.copy(), 0.0)
     tol = rel_eps * np.maximum(cap, 1.0)
+    # A link without active flows gets residual inf (and wl 0): its share
+    # residual / wl is inf and it never counts as saturated, so the loop needs no
+    # "used" mask.  A link never regains active flows.
+    residual[cnt == 0] = np.inf
+    simple = not weighted and demand is None  # rate = level for every flow
     level = 0.0
     n_active = int(active.sum())
     slot = np.empty(n, dtype=np.int64)  # scratch for _dedup
-    while n_active:
-        used = cnt > 0
-        share = np.full(L, np.inf)
-        share[used] = residual[used] / wl[used]
-        inc = float(share.min())
-        # flows frozen by a saturated link no longer bound the level by their demand
-        while di < len(dem_order) and not active[dem_order[di]]:
-            di += 1
-        if di < len(dem_order):
-            inc = min(inc, float(head[dem_order[di]]) - level)
-        inc = max(inc, 0.0)
-        if not np.isfinite(inc):
-            raise ValueError("max_min_fair: unbounded rates (a flow crosses no link)")
-        level += inc
-        residual -= inc * wl
-        sat = np.flatnonzero(used & (residual <= tol))
-        ents = (np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in sat.tolist()])
-                if sat.size else np.zeros(0, np.int64))
-        cand = ents // W if W else ents
-        dstop = di
-        lim = level * (1 + rel_eps)
-        while dstop < len(dem_order) and head[dem_order[dstop]] <= lim:
-            dstop += 1
-        cand = np.concatenate([cand, dem_order[di:dstop]])
-        di = dstop
-        newly = _dedup(cand[active[cand]], slot)
-        if not newly.size:  # numerical guard: freeze the most constrained link's flows
-            j = int(np.argmin(share))
-            e = by_link[lptr[j]:lptr[j + 1]] // W
-            newly = _dedup(e[active[e]], slot)
-        rate[newly] = np.minimum(level * w[newly], dem[newly])
-        active[newly] = False
-        n_active -= newly.size
-        le = P[newly].ravel()
-        dec = np.bincount(le, minlength=L + 1)[:L]
-        cnt -= dec
-        if weighted:
-            wl -= np.bincount(le, weights=np.repeat(w[newly], W), minlength=L + 1)[:L]
-        else:
-            wl -= dec
-        wl[cnt == 0] = 0.0
+    err = np.seterr(divide="ignore", invalid="ignore")
+    try:
+        while n_active:
+            share = residual / wl
+            inc = float(share.min())
+            # flows frozen by a saturated link no longer bound the level by their demand
+            while di < len(dem_order) and not active[dem_order[di]]:
+                di += 1
+            if di < len(dem_order):
+                inc = min(inc, float(head[dem_order[di]]) - level)
+            inc = max(inc, 0.0)
+            if not np.isfinite(inc):
+                raise ValueError("max_min_fair: unbounded rates (a flow crosses no link)")
+            level += inc
+            residual -= inc * wl
+            sat = np.flatnonzero(residual <= tol)
+            ents = (np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in sat.tolist()])
+                    if sat.size else np.zeros(0, np.int64))
+            cand = ents // W if W else ents
+            if di < len(dem_order):
+                dstop = di
+                lim = level * (1 + rel_eps)
+                while dstop < len(dem_order) and head[dem_order[dstop]] <= lim:
+                    dstop += 1
+                cand = np.concatenate([cand, dem_order[di:dstop]])
+                di = dstop
+            newly = _dedup(cand[active[cand]], slot)
+            if not newly.size:  # numerical guard: freeze the most constrained link's flows
+                j = int(np.argmin(share))
+                e = by_link[lptr[j]:lptr[j + 1]] // W
+                newly = _dedup(e[active[e]], slot)
+            if simple:
+                rate[newly] = level
+            else:
+                rate[newly] = np.minimum(level * w[newly], dem[newly])
+            active[newly] = False
+            n_active -= newly.size
+            le = P[newly].ravel()
+            dec = np.bincount(le, minlength=L + 1)[:L]
+            cnt -= dec
+            if weighted:
+                wl -= np.bincount(le, weights=np.repeat(w[newly], W), minlength=L + 1)[:L]
+            else:
+                wl -= dec
+            gone = np.flatnonzero((cnt == 0) & (dec > 0))
+            wl[gone] = 0.0
+            residual[gone] = np.inf
+    finally:
+        np.seterr(**err)
     return rate
 
 
