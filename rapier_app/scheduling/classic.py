@@ -218,27 +218,45 @@ class RoutingOnly(_Routed):
             seen.intersection_update(c.coflow_id for c in coflows)
         if new:
             flows = [f for c in coflows for f in c.active_flows()]
-            load = np.zeros(len(topo.capacity))
+            L = len(topo.capacity)
+            load = np.zeros(L)
             placed = [f for f in flows if f.flow_id in self._routes]
             if placed:
                 _, pl = self.routes_and_links(placed)
                 vol = np.array([f.remaining_bytes * BITS for f in placed])
                 lens = np.fromiter(map(len, pl), np.int64, len(pl))
-                # ufunc.at adds in order, exactly as the per-flow loop did
-                np.add.at(load, np.concatenate(pl), np.repeat(vol, lens))
+                # bincount adds each link's volumes in flow order, exactly as the
+                # per-flow loop did
+                load = np.bincount(np.concatenate(pl), weights=np.repeat(vol, lens),
+                                   minlength=L)
             pos = {c.coflow_id: i for i, c in enumerate(coflows)}
             order = sorted(range(len(new)),
                            key=lambda i: (pos.get(new[i].coflow_id, len(coflows)),
                                           -new[i].remaining_bytes, new[i].flow_id))
+            # per (src, dst): the candidates' links as a padded matrix (sentinel link
+            # L: zero load, infinite capacity) so a flow's costs are one array op
+            load = np.append(load, 0.0)
+            capx = np.append(topo.capacity, np.inf)
+            mats = self.__dict__.setdefault("_cand_mats", {})
             for i in order:
                 f = new[i]
                 v = f.remaining_bytes * BITS
-                best, best_cost = None, None
-                for p in self.candidates(f):
-                    ls = topo.path_links(p)
-                    cost = float(np.max((load[ls] + v) / topo.capacity[ls]))
-                    if best_cost is None or cost < best_cost - 1e-12:
-                        best, best_cost = p, cost
+                cands = self.candidates(f)
+                key = (f.src, f.dst)
+                M = mats.get(key)
+                if M is None:
+                    rows = [topo.path_links(p) for p in cands]
+                    M = np.full((len(rows), max(map(len, rows))), L, dtype=np.int64)
+                    for r, ls in enumerate(rows):
+                        M[r, :len(ls)] = ls
+                    mats[key] = M
+                costs = ((load[M] + v) / capx[M]).max(axis=1).tolist()
+                # first candidate strictly (1e-12) better than every earlier one
+                b, best_cost = 0, costs[0]
+                for r in range(1, len(costs)):
+                    if costs[r] < best_cost - 1e-12:
+                        b, best_cost = r, costs[r]
+                best = cands[b]
                 self._routes[f.flow_id] = best
                 load[topo.path_links(best)] += v
         flows, paths, _, lens, lidx, _, _ = self._active_routes(coflows, (0, 1, 3, 4))
