@@ -182,7 +182,8 @@ class CoflowState:
     flow finishes; ``cct_s`` is then ``finish_s - arrival_s``.
     """
 
-    __slots__ = ("spec", "coflow_id", "arrival_s", "weight", "flows", "finish_s", "_active")
+    __slots__ = ("spec", "coflow_id", "arrival_s", "weight", "flows", "finish_s", "_active",
+                 "_stale")
 
     def __init__(self, spec: CoflowSpec, policy: InfoPolicy):
         self.spec = spec
@@ -192,15 +193,24 @@ class CoflowState:
         self.flows: List[FlowState] = [FlowState(f, policy, spec.arrival_s) for f in spec.flows]
         self.finish_s: Optional[float] = None
         self._active: Optional[List[FlowState]] = None
+        self._stale: Optional[List[FlowState]] = None
 
     def active_flows(self) -> List[FlowState]:
-        """Unfinished flows, in flow order."""
+        """Unfinished flows, in flow order (a new list object whenever the set changed:
+        callers may cache on its identity)."""
         if self._active is None:
-            fl = self.flows
+            # after _invalidate(finished_only=True) only the last active list needs
+            # filtering: O(active flows), not O(all flows) per completion
+            fl = self.flows if self._stale is None else self._stale
             self._active = list(compress(fl, map(is_, map(_FINISH, fl), repeat(None))))
+            self._stale = None
         return self._active
 
-    def _invalidate(self) -> None:
+    def _invalidate(self, finished_only: bool = True) -> None:
+        """Forget the cached active list.  ``finished_only``: the only change since
+        the last :meth:`active_flows` is that flows finished (a finished flow never
+        becomes active again)."""
+        self._stale = self._active if finished_only else None
         self._active = None
 
     @property
