@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import fb_trace  # noqa: E402
+from trace_file import fb_trace  # noqa: E402
 
 from rapier_app.cli import main
 

@@ -20,7 +20,7 @@ from rapier_app.sim import simulate
 from topologies import build_topology
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from conftest import fb_trace  # noqa: E402
+from trace_file import fb_trace  # noqa: E402
 
 CLASSIC = ["baseline", "fair", "routing-only", "scheduling-only"]
 

@@ -3,7 +3,7 @@
 
 import pytest
 
-from conftest import fb_trace  # noqa: E402
+from trace_file import fb_trace  # noqa: E402
 
 from rapier_app.core.model import WorkloadError
 from rapier_app.core.workload import (port_mapping, read_trace, scenario, size_sampler,
