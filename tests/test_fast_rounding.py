@@ -68,3 +68,33 @@ def test_rapier_ls_fast_equals_plain(seed):
     a = simulate(t, coflows, make_scheduler("rapier-ls", t, seed=seed))
     b = simulate(t, coflows, make_scheduler("rapier-ls", t, seed=seed, fast=False))
     assert np.array_equal(a.ccts, b.ccts)
+
+
+def test_spread_routes_takes_ecmp_only_when_it_loses_nothing():
+    # leaf-spine 2x2, h1, h2 on l1 and h3, h4 on l2; two 1 Gbit flows cross l1 -> l2.
+    from rapier_app.scheduling.fast import spread_routes
+    from topologies import build_topology
+    t = build_topology("leafspine:2,2,2")
+    fl = _flows(make_coflow("x", 0.0, [("h1", "h3", 125e6), ("h2", "h4", 125e6)]))
+    vols = [1e9, 1e9]
+    usable = [t.candidate_paths("h1", "h3"), t.candidate_paths("h2", "h4")]
+    via = {(f.flow_id, s): next(p for p in ps if p[2] == s)
+           for f, ps in zip(fl, usable) for s in ("s1", "s2")}
+    both_s1 = {f.flow_id: via[(f.flow_id, "s1")] for f in fl}
+    split = {fl[0].flow_id: via[(fl[0].flow_id, "s1")], fl[1].flow_id: via[(fl[1].flow_id, "s2")]}
+    other = {fl[0].flow_id: via[(fl[0].flow_id, "s2")], fl[1].flow_id: via[(fl[1].flow_id, "s1")]}
+
+    def ecmp_of(routes):
+        return lambda f: routes[f.flow_id]
+
+    # ECMP split (alpha 1 /s) beats a base that stacks both on s1 (alpha 0.5 /s)
+    assert spread_routes(t, fl, vols, usable, both_s1, t.capacity, ecmp_of(split)) == split
+    # ECMP stacking both on s1 loses against a split base: the base stands
+    assert spread_routes(t, fl, vols, usable, split, t.capacity, ecmp_of(both_s1)) == split
+    # equal alpha: the tie goes to ECMP
+    assert spread_routes(t, fl, vols, usable, split, t.capacity, ecmp_of(other)) == other
+
+
+def test_rapier_spread_keeps_the_fig1_optimum():
+    t, c = scenario("fig1")
+    assert np.allclose(simulate(t, c, make_scheduler("rapier-spread", t)).ccts, [1.0, 1.6])

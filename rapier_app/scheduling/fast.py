@@ -166,3 +166,51 @@ class RapierLS(Rapier):
         """Argmax rounding (Alg. 2 lines 3-7) improved by greedy + local search."""
         base = super().round_routes(flows, vols, usable, ms, lp_cap)
         return improved_routes(self.topology, flows, vols, usable, base, lp_cap)
+
+
+def spread_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
+                  usable: Sequence[Sequence[tuple]], base: Dict[str, tuple],
+                  cap: np.ndarray, ecmp) -> Dict[str, tuple]:
+    """ECMP routes when they lose nothing against Algorithm 2's rounding, else ``base``.
+
+    LP (4) is degenerate when a coflow's host links bound its alpha (any
+    non-blocking fabric): many routings are optimal, and the argmax rounding of a
+    solver's vertex sends many coflows through the same core switches
+    (``benchmarks/core_load.py``: the busiest of 25 cores carried 3.2x the mean on
+    the Facebook trace on fattree:10).  For each coflow, the routing where every
+    flow takes its ECMP path (``ecmp(flow)``, when usable) replaces ``base`` if its
+    fixed-route alpha (model (2), on ``cap`` in bit/s, volumes in bits) is at least
+    ``base``'s; otherwise ``base`` stands.  So the coflow's own CCT alone never gets
+    worse, and ties go to the spread routes.
+
+    Returns:
+        flow_id -> path.
+    """
+    vol = np.asarray(vols, dtype=float)
+    paths_ecmp = []
+    for f, ps in zip(flows, usable):
+        p = ecmp(f)
+        if p not in ps:
+            return base
+        paths_ecmp.append(p)
+    base_paths = [base[f.flow_id] for f in flows]
+    a_ecmp = _ratio_max(topology, paths_ecmp, vol, cap)
+    a_base = _ratio_max(topology, base_paths, vol, cap)
+    # the largest load/capacity ratio is 1 / alpha: smaller is better
+    if a_ecmp <= a_base * (1 + 1e-9):
+        return {f.flow_id: p for f, p in zip(flows, paths_ecmp)}
+    return base
+
+
+@register("rapier-spread")
+class RapierSpread(Rapier):
+    """RAPIER with Algorithm 2's rounding replaced, per coflow, by the flows' ECMP
+    paths whenever those reach the same fixed-route alpha (:func:`spread_routes`).
+    Same parameters as :class:`~rapier_app.scheduling.rapier.Rapier`; Algorithms 1
+    and 3 and the LP are unchanged."""
+
+    def round_routes(self, flows, vols, usable, ms, lp_cap):
+        """Argmax rounding (Alg. 2 lines 3-7), then ECMP when it is as good."""
+        base = super().round_routes(flows, vols, usable, ms, lp_cap)
+        return spread_routes(self.topology, flows, vols, usable, base, lp_cap,
+                             self.ecmp_path)
