@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     r.add_argument("--tries", type=int, help="tries per point (default 1; 20 with --full)")
     r.add_argument("--full", action="store_true", help="paper's x values and 20 tries")
     r.add_argument("--schemes", default="paper",
-                   help="'paper' (4 schemes), 'all' (+ rapier-ls and the registered seed schedulers) or a comma list")
+                   help="'paper' (4 schemes), 'all' (+ rapier-ls, rapier-spread and the registered seed schedulers) or a comma list")
     r.add_argument("--sizes", default=DEFAULT_SIZES, help="flow sizes spec (MB)")
     r.add_argument("--base-seed", type=int, default=1, help="seed of try 0 (try i: +i)")
     r.add_argument("--out", default="results/eval")

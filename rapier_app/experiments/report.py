@@ -37,8 +37,8 @@ def plot_group(path: str, experiment: str, fabric_name: str, sizes: str,
     import matplotlib.pyplot as plt
 
     schemes = sorted({r["scheme"] for r in rows},
-                     key=lambda s: (["rapier", "rapier-ls", "scheduling-only", "routing-only",
-                                     "baseline"] + [s]).index(s))
+                     key=lambda s: (["rapier", "rapier-ls", "rapier-spread", "scheduling-only",
+                                     "routing-only", "baseline"] + [s]).index(s))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     colors = {s: f"C{i % 10}" for i, s in enumerate(schemes)}
     for s in schemes:
@@ -46,8 +46,8 @@ def plot_group(path: str, experiment: str, fabric_name: str, sizes: str,
         xs = [r["x"] for r in rs]
         ys = [r["avg_cct_s"] for r in rs]
         err = [0 if math.isnan(r["avg_cct_ci95"]) else r["avg_cct_ci95"] for r in rs]
-        style = "-" if s in ("rapier", "rapier-ls", "scheduling-only", "routing-only",
-                             "baseline") else ":"
+        style = "-" if s in ("rapier", "rapier-ls", "rapier-spread", "scheduling-only",
+                             "routing-only", "baseline") else ":"
         a1.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=s, color=colors[s],
                     ls=style)
         if s != "baseline":

@@ -31,7 +31,7 @@ from .fabrics import fabric
 PAPER_SCHEMES = ["baseline", "routing-only", "scheduling-only", "rapier"]
 SEED_SCHEMES = ["aalo", "philae", "sincronia", "optas"]
 #: This project's improved rounding (rapier_app/scheduling/fast.py).
-IMPROVED_SCHEMES = ["rapier-ls"]
+IMPROVED_SCHEMES = ["rapier-ls", "rapier-spread"]
 #: Default flow sizes: uniform 1-10 MB (see docs/evaluation.md for why).
 DEFAULT_SIZES = "uniform:1,10"
 
@@ -83,7 +83,7 @@ RUN_FIELDS = ["experiment", "fabric", "x", "try", "seed", "sizes", "scheme", "n_
 
 
 def available_schemes(include_seeds: bool = True) -> List[str]:
-    """The paper's schemes plus (``include_seeds``) ``rapier-ls`` and the seed
+    """The paper's schemes plus (``include_seeds``) ``rapier-ls``, ``rapier-spread`` and the seed
     schedulers (Aalo, Philae, Sincronia, OPTAS) that are registered now."""
     names = set(scheduler_names())
     out = [s for s in PAPER_SCHEMES if s in names]
