@@ -390,7 +390,9 @@ def test_flow_completion_reschedules_only_in_flow_mode(ls, mode, decisions):
     assert sorted((fab.name_of[r.dpid], r.command) for r in acts.rules) == [
         ("l1", "delete"), ("l2", "delete"), ("s2", "delete")]
     assert [(p.host, p.flows) for p in acts.pushes] == [("h1", [])]
-    assert core.schedule_view()["allocations"]["c1/1"]["rate_bps"] == 2e8
+    view = core.schedule_view()
+    assert view["allocations"]["c1/1"]["rate_bps"] == 2e8
+    assert "c1/0" not in view["allocations"] and view["reschedule_on"] == mode
     # the coflow's end is a decision point in both modes
     core.apply_flow_stats(l1, [(cookie_for(2), 1001 * 66 + 1000 * 1448, 1001)], 3.0)
     assert core.coflow_view("c1")["state"] == "done"

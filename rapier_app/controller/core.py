@@ -1119,14 +1119,18 @@ class ControllerCore:
         return [self.coflow_view(cid) for cid in self.coflows]
 
     def schedule_view(self) -> Dict[str, Any]:
-        """The schedule in force, for ``GET /schedule``."""
+        """The schedule in force, for ``GET /schedule``: allocations of unfinished
+        flows only (in ``coflow`` mode the last decision outlives flows that finished
+        since), and ``reschedule_on``, the decision points in use."""
         s = self.last_schedule or Schedule()
+        live = {f.flow_id for c in self.active() for f in c.active_flows()}
         return _jsonable({
             "scheduler": self.settings.scheduler, "computed_at_s": self.last_schedule_s,
             "count": self.schedule_count, "solve_s": self.last_solve_s,
+            "reschedule_on": self.reschedule_mode(),
             "order": list(s.order), "fallback": dict(s.fallback),
             "allocations": {fid: {"path": list(a.path), "rate_bps": a.rate_bps}
-                            for fid, a in sorted(s.allocations.items())},
+                            for fid, a in sorted(s.allocations.items()) if fid in live},
             "installed_rules": len(self.installed), "info": s.info, "errors": self.errors[-20:]})
 
     def topology_view(self, observed: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
