@@ -16,7 +16,8 @@ time (s) until the next scheduler call, attributed to the core switch its path
 crosses (paths of 7 nodes: host, edge, aggregation, core, aggregation, edge, host).
 
 Raises:
-    SystemExit: the trace file does not exist.
+    SystemExit: the trace file does not exist, ``--limit`` is below 1, or the
+        topology, trace or a scheduler name is bad (the message names it).
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from rapier_app.core.model import WorkloadError  # noqa: E402
 from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows  # noqa: E402
-from rapier_app.scheduling import make_scheduler  # noqa: E402
+from rapier_app.scheduling import SchedulerError, make_scheduler  # noqa: E402
 from rapier_app.sim import simulate  # noqa: E402
-from topologies import build_topology  # noqa: E402
+from topologies import TopologyError, build_topology  # noqa: E402
 
 DEFAULT_TRACE = os.path.join(os.path.dirname(ROOT), "shared", "traces", "FB2010-1Hr-150-0.txt")
 
@@ -74,12 +76,18 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if not os.path.exists(a.trace):
         raise SystemExit(f"trace: {a.trace} does not exist")
-    topo = build_topology(a.topology)
-    tr = read_trace(a.trace)
-    cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo), a.limit)
+    if a.limit < 1:
+        raise SystemExit(f"limit: must be at least 1 coflow, got {a.limit}")
+    try:
+        topo = build_topology(a.topology)
+        tr = read_trace(a.trace)
+        cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo), a.limit)
+        scheds = [make_scheduler(name, topo) for name in a.schedulers.split(",")]
+    except (TopologyError, WorkloadError, SchedulerError) as exc:
+        raise SystemExit(str(exc)) from None
     print(f"{'scheduler':18s} {'avg CCT s':>10s} {'cores used':>10s} {'busiest/mean':>12s}")
-    for name in a.schedulers.split(","):
-        m = _CoreMeter(make_scheduler(name, topo))
+    for name, sched in zip(a.schedulers.split(","), scheds):
+        m = _CoreMeter(sched)
         r = simulate(topo, cfs, m, record_flows=False)
         vals = list(m.bits.values())
         skew = max(vals) / (sum(vals) / len(vals)) if vals else float("nan")

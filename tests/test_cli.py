@@ -54,6 +54,14 @@ def test_bad_options_exit_2_with_a_message(tmp_path, capsys, argv, msg):
     assert msg in capsys.readouterr().err
 
 
+def test_trace_limit_below_one_is_an_error_naming_it(tmp_path, capsys):
+    # slicing with a negative limit would silently replay almost the whole trace
+    argv = ["--topology", "bigswitch:150", "--trace", fb_trace(), "--schedulers", "baseline",
+            "--out", str(tmp_path), "--quiet", "--no-plot"]
+    assert main(argv + ["--limit", "-3"]) == 2
+    assert "limit: must be at least 1 coflow, got -3" in capsys.readouterr().err
+
+
 def test_reschedule_option_changes_decision_points(tmp_path, capsys):
     # first 11 trace coflows: scheduling-only decides at every flow completion with
     # --reschedule flow (5,688 decisions: work conservation staggers the flows) and

@@ -177,7 +177,12 @@ def trace_to_coflows(trace: Trace, mapping: Dict[int, str],
     One flow per (mapper, reducer) pair; a reducer's bytes (MB * 2^20) are split
     evenly over the coflow's mappers, no flow smaller than 1 MiB; arrival ms -> s.
     ``limit`` keeps the first N coflows.
+
+    Raises:
+        WorkloadError: ``limit`` below 1.
     """
+    if limit is not None and limit < 1:
+        raise WorkloadError(f"limit: must be at least 1 coflow, got {limit}")
     out = []
     for tc in trace.coflows[:limit]:
         flows = []
