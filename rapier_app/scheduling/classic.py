@@ -124,7 +124,10 @@ class _Routed(Scheduler):
                 if len(act) == len(full[0]):
                     sub = (act,) + full[1:]
                 else:
-                    fl = full[0]
+                    # filter the previous active view when there is one (flows only
+                    # finish): O(active flows) per completion, not O(all flows)
+                    base = full if sub is None else sub
+                    fl = base[0]
                     mask = np.fromiter(map(operator.is_, map(_FINISH, fl), repeat(None)),
                                        bool, len(fl))
                     ml = mask.tolist()
@@ -133,9 +136,9 @@ class _Routed(Scheduler):
                         # the active list is not the unfinished flows: route it directly
                         sub = self._entry(act)
                     else:
-                        sub = (act, list(compress(full[1], ml)), list(compress(full[2], ml)),
-                               full[3][mask], full[4][np.repeat(mask, full[3])],
-                               full[5][mask], list(compress(full[6], ml)))
+                        sub = (act, list(compress(base[1], ml)), list(compress(base[2], ml)),
+                               base[3][mask], base[4][np.repeat(mask, base[3])],
+                               base[5][mask], list(compress(base[6], ml)))
                 e[1] = sub
             for k in range(7):
                 cols[k].append(sub[k])
