@@ -110,22 +110,26 @@ class _Routed(Scheduler):
         # ``need`` are built (the others are None): concatenating a column costs
         # O(active flows) per event.
         cache = self._coflow_cache
+        need = tuple(need)
         cols: List[list] = [[] for _ in range(7)]
         for c in coflows:
             act = c.active_flows()
             e = cache.get(c.coflow_id)
             if e is None or e[0][0] is not c.flows:
                 # routes of every flow of the coflow, fixed for its life
-                e = [self._entry(c.flows), None]
+                full = self._entry(c.flows)
+                e = [full + (np.arange(len(c.flows)),), None]
                 cache[c.coflow_id] = e
             sub = e[1]
             if sub is None or sub[0] is not act:
                 full = e[0]
                 if len(act) == len(full[0]):
-                    sub = (act,) + full[1:]
+                    sub = [full[k] if k in need or k in (0, 3, 7) else None
+                           for k in range(8)]
                 else:
                     # filter the previous active view when there is one (flows only
-                    # finish): O(active flows) per completion, not O(all flows)
+                    # finish): O(active flows) per completion, not O(all flows);
+                    # only the columns some caller used are carried along
                     base = full if sub is None else sub
                     fl = base[0]
                     mask = np.fromiter(map(operator.is_, map(_FINISH, fl), repeat(None)),
@@ -134,14 +138,35 @@ class _Routed(Scheduler):
                     if int(mask.sum()) != len(act) or not all(
                             map(operator.is_, act, compress(fl, ml))):
                         # the active list is not the unfinished flows: route it directly
-                        sub = self._entry(act)
+                        sub = list(self._entry(act)) + [None]
                     else:
-                        sub = (act, list(compress(base[1], ml)), list(compress(base[2], ml)),
-                               base[3][mask], base[4][np.repeat(mask, base[3])],
-                               base[5][mask], list(compress(base[6], ml)))
+                        sub = [act, None, None, None, None, None, None,
+                               None if base[7] is None else base[7][mask]]
+                        for k in (1, 2, 6):
+                            if base[k] is not None:
+                                sub[k] = list(compress(base[k], ml))
+                        for k in (3, 5):
+                            if base[k] is not None:
+                                sub[k] = base[k][mask]
+                        if base[4] is not None:
+                            sub[4] = base[4][np.repeat(mask, base[3])]
                 e[1] = sub
-            for k in range(7):
-                cols[k].append(sub[k])
+            for k in need:
+                col = sub[k]
+                if col is None:  # first use of this column: take it from the full entry
+                    full, ix = e[0], sub[7]
+                    if k == 4:
+                        keep = np.zeros(len(full[0]), dtype=bool)
+                        keep[ix] = True
+                        col = full[4][np.repeat(keep, full[3])]
+                        if sub[3] is None:  # filtering column 4 later needs the lens
+                            sub[3] = full[3][ix]
+                    elif k in (3, 5):
+                        col = full[k][ix]
+                    else:
+                        col = list(map(full[k].__getitem__, ix.tolist()))
+                    sub[k] = col
+                cols[k].append(col)
         if len(cache) > 2 * len(coflows) + 64:
             live = {c.coflow_id for c in coflows}
             for k in [k for k in cache if k not in live]:
