@@ -35,6 +35,8 @@ ask for anything else.
 from __future__ import annotations
 
 import math
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -43,6 +45,9 @@ from topologies import Topology
 
 from ..core.model import Allocation, CoflowState, FlowState, Schedule
 from .base import Scheduler, SchedulerError, register
+
+_FINISH = attrgetter("finish_s")
+_SENT = attrgetter("bytes_sent")
 
 BITS = 8.0
 MIB = float(1 << 20)
@@ -150,7 +155,7 @@ class _Group:
 
     def sent(self) -> float:
         """Total bytes sent by the coflow (finished flows included)."""
-        return self.done_bytes + sum([f.bytes_sent for f in self.flows])
+        return self.done_bytes + sum(map(_SENT, self.flows))
 
 
 class _SeedScheduler(Scheduler):
@@ -218,13 +223,13 @@ class _SeedScheduler(Scheduler):
             g = _Group(list(act), paths, P, self._L, done_bytes=done)
             self._groups[c.coflow_id] = g
         elif g.n != len(c.active_flows()):
-            keep = [f.finish_s is None for f in g.flows]
-            done = g.done_bytes + sum([f.bytes_sent for f, k in zip(g.flows, keep) if not k])
-            m = np.array(keep, dtype=bool)
+            m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool, g.n)
+            keep = m.tolist()
+            gone = [not k for k in keep]
+            done = g.done_bytes + sum(map(_SENT, compress(g.flows, gone)))
             sizes = None if g.sizes is None else g.sizes[m]
-            g = _Group([f for f, k in zip(g.flows, keep) if k],
-                       [p for p, k in zip(g.paths, keep) if k], g.P[m], self._L,
-                       [a for a, k in zip(g.allocs, keep) if k], done)
+            g = _Group(list(compress(g.flows, keep)), list(compress(g.paths, keep)), g.P[m],
+                       self._L, list(compress(g.allocs, keep)), done)
             g.sizes = sizes
             self._groups[c.coflow_id] = g
         return g
@@ -246,14 +251,20 @@ class _SeedScheduler(Scheduler):
     def strict_pass(self, groups: Sequence[Tuple[_Group, np.ndarray]], residual: np.ndarray,
                     rates: Dict[str, np.ndarray]) -> None:
         """Strict priority in the given order: each coflow's eligible flows get max-min
-        fair rates on what earlier coflows left (``mask`` selects eligible flows)."""
+        fair rates on what earlier coflows left (``mask`` selects eligible flows; ``None``
+        selects all of them)."""
         for g, mask in groups:
-            if g.n == 0 or not mask.any():
+            if g.n == 0:
                 continue
-            P = g.P if mask.all() else g.P[mask]
+            if mask is not None:  # None selects every flow (no per-call mask checks)
+                if not mask.any():
+                    continue
+                if mask.all():
+                    mask = None
+            P = g.P if mask is None else g.P[mask]
             r = waterfill(P, residual, self._tol)
             acc = rates[id(g)]
-            if mask.all():
+            if mask is None:
                 acc += r
             else:
                 acc[mask] += r
@@ -279,9 +290,9 @@ class _SeedScheduler(Scheduler):
             for w, groups in queues:
                 links = []
                 for g, mask in groups:
-                    if g.n == 0 or not mask.any():
+                    if g.n == 0 or (mask is not None and not mask.any()):
                         continue
-                    P = g.P[mask]
+                    P = g.P if mask is None else g.P[mask]
                     ok = (residual[P] > tol[P]).all(axis=1)
                     if ok.any():
                         links.append(P[ok].ravel())
@@ -376,7 +387,7 @@ class Fifo(_SeedScheduler):
     def plan(self, now, coflows, rates):
         order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
         res = self.fresh_residual()
-        self.strict_pass([(self.group(c), self.all_mask(self.group(c))) for c in order],
+        self.strict_pass([(self.group(c), None) for c in order],
                          res, rates)
         return [c.coflow_id for c in order], {}
 
@@ -492,7 +503,7 @@ class Aalo(_SeedScheduler):
         byq: List[List[CoflowState]] = [[] for _ in range(self.K)]
         for c in sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id)):
             byq[self._queue[c.coflow_id]].append(c)
-        queues = [(self.weight(q), [(self.group(c), self.all_mask(self.group(c)))
+        queues = [(self.weight(q), [(self.group(c), None)
                                     for c in byq[q]]) for q in range(self.K) if byq[q]]
         res = self.fresh_residual()
         self.weighted_pass(queues, res, rates, self.rounds)
@@ -684,7 +695,7 @@ class Philae(Aalo):
         byq: List[List[CoflowState]] = [[] for _ in range(self.K)]
         for c in estimated:
             byq[self.queue_of(key[c.coflow_id])].append(c)
-        queues = [(self.weight(q), [(self.group(c), self.all_mask(self.group(c)))
+        queues = [(self.weight(q), [(self.group(c), None)
                                     for c in byq[q]]) for q in range(self.K) if byq[q]]
         self.weighted_pass(queues, res, rates, self.rounds)
         self.strict_pass([gm for _, groups in queues for gm in groups], res, rates)
@@ -961,7 +972,7 @@ class Sincronia(_SeedScheduler):
         seq = ordered + orphans
         res = self.fresh_residual()
         if seq and self.rates == "maxmin":
-            self.strict_pass([(self.group(c), self.all_mask(self.group(c))) for c in seq],
+            self.strict_pass([(self.group(c), None) for c in seq],
                              res, rates)
         elif seq:
             groups = [self.group(c) for c in seq]
@@ -1071,7 +1082,7 @@ class Optas(_SeedScheduler):
         tiny = [c for c in order if not self.is_large(c)]
         large = [c for c in order if c.coflow_id in self._large]
         res = self.fresh_residual()
-        self.strict_pass([(self.group(c), self.all_mask(self.group(c))) for c in tiny], res, rates)
+        self.strict_pass([(self.group(c), None) for c in tiny], res, rates)
         if large:
             groups = [self.group(c) for c in large]
             P = np.concatenate([g.P for g in groups])
