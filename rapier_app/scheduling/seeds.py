@@ -49,6 +49,45 @@ from .base import Scheduler, SchedulerError, register
 _FINISH = attrgetter("finish_s")
 _SENT = attrgetter("bytes_sent")
 
+
+# Row reductions over a padded link matrix P (flows x path width), one column at a
+# time: numpy's axis=1 reductions over rows this narrow (2-6 links) are 5-20x slower
+# than a short loop of 1-D gathers.  Same values as ``vals[P].min(axis=1)`` etc.
+def _row_all(flag: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: True when ``flag`` holds on every link (bool array)."""
+    if P.shape[1] == 0:
+        return np.ones(P.shape[0], dtype=bool)
+    out = flag[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        out &= flag[P[:, k]]
+    return out
+
+
+def _row_any(flag: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: True when ``flag`` holds on some link (bool array)."""
+    if P.shape[1] == 0:
+        return np.zeros(P.shape[0], dtype=bool)
+    out = flag[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        out |= flag[P[:, k]]
+    return out
+
+
+def _row_min(vals: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: the smallest ``vals`` over its links."""
+    out = vals[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        np.minimum(out, vals[P[:, k]], out=out)
+    return out
+
+
+def _row_max(vals: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: the largest ``vals`` over its links."""
+    out = vals[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        np.maximum(out, vals[P[:, k]], out=out)
+    return out
+
 BITS = 8.0
 MIB = float(1 << 20)
 #: Relative tolerance below which a link's residual capacity counts as zero.
@@ -79,7 +118,7 @@ def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarra
     rate = np.zeros(n)
     if n == 0:
         return rate
-    act = (residual[P] > tol[P]).all(axis=1)
+    act = _row_all(residual > tol, P)
     nl = residual.shape[0]
     while act.any():
         cnt = np.bincount(P[act].ravel(), minlength=nl).astype(float)
@@ -93,7 +132,7 @@ def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarra
         residual[:-1] -= inc * cnt[:-1]
         np.maximum(residual, 0.0, out=residual)
         sat = residual <= tol
-        act &= ~sat[P].any(axis=1)
+        act &= ~_row_any(sat, P)
     return rate
 
 
@@ -112,8 +151,8 @@ def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.nda
     rate = np.zeros(n)
     start = 0
     while start < n:
-        m = residual[P[start:]].min(axis=1)
-        t = tol[P[start:]].max(axis=1)
+        m = _row_min(residual, P[start:])
+        t = _row_max(tol, P[start:])
         pos = np.flatnonzero(m > t)
         if pos.size == 0:
             break
@@ -287,13 +326,14 @@ class _SeedScheduler(Scheduler):
         for _ in range(rounds):
             W = np.zeros(L + 1)
             present = []
+            free = residual > tol
             for w, groups in queues:
                 links = []
                 for g, mask in groups:
                     if g.n == 0 or (mask is not None and not mask.any()):
                         continue
                     P = g.P if mask is None else g.P[mask]
-                    ok = (residual[P] > tol[P]).all(axis=1)
+                    ok = _row_all(free, P)
                     if ok.any():
                         links.append(P[ok].ravel())
                 if links:
