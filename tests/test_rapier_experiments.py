@@ -57,3 +57,23 @@ def test_512_server_fabrics(name):
     assert name in FABRICS
     with pytest.raises(KeyError):
         fabric("nope")
+
+
+def test_wide_table_cells_hand_computed():
+    from rapier_app.experiments.report import wide_table
+    runs = []
+    for seed, base, rap in ((1, 2.0, 1.0), (2, 4.0, 3.0)):
+        for sch, v in (("baseline", base), ("rapier", rap)):
+            runs.append({"experiment": "width", "fabric": "fattree512", "sizes": "u",
+                         "x": 16.0, "scheme": sch, "seed": seed, "avg_cct_s": v,
+                         "lower_bound_s": 0.5, "ratio_to_bound": v / 0.5, "wall_s": 1.0})
+    runs.append({"experiment": "width", "fabric": "fattree512", "sizes": "u", "x": 32.0,
+                 "scheme": "baseline", "seed": 1, "avg_cct_s": 5.0, "lower_bound_s": 1.0,
+                 "ratio_to_bound": 5.0, "wall_s": 1.0})
+    lines = wide_table(summarize(runs))
+    assert lines[0] == "| x | bound (s) | baseline | rapier |"
+    # x=16: baseline mean 3.0 (t_{0.975,1} = 12.706, sd sqrt(2), half-width
+    # 12.706 * sqrt(2) / sqrt(2) = 12.706); rapier mean 2.0, improvement (3 - 2) / 3
+    assert lines[2] == "| 16 | 0.500 | 3.000 +- 12.706 | 2.000 +- 12.706 (+33%) |"
+    # x=32: one try, no CI; rapier missing
+    assert lines[3] == "| 32 | 1.000 | 5.000 | - |"
