@@ -77,3 +77,47 @@ def test_wide_table_cells_hand_computed():
     assert lines[2] == "| 16 | 0.500 | 3.000 +- 12.706 | 2.000 +- 12.706 (+33%) |"
     # x=32: one try, no CI; rapier missing
     assert lines[3] == "| 32 | 1.000 | 5.000 | - |"
+
+
+def _csv_row(**kw):
+    r = {"experiment": "width", "fabric": "fattree512", "x": 16.0, "try": 0, "seed": 1,
+         "sizes": "uniform:1,10", "scheme": "baseline", "n_coflows": 20, "avg_cct_s": 1.0,
+         "lower_bound_s": 0.5, "ratio_to_bound": 2.0, "wall_s": 0.1, "events": 3,
+         "reschedule": "auto"}
+    r.update(kw)
+    return r
+
+
+def test_runs_csv_upgrades_old_header_and_refuses_mixed_decision_points(tmp_path):
+    import csv
+    from rapier_app.experiments.sweeps import (RUN_FIELDS, append_runs, check_decision_points,
+                                               read_runs, run_sweep)
+    path = tmp_path / "runs.csv"
+    old_fields = [f for f in RUN_FIELDS if f != "reschedule"]
+    with open(path, "w", newline="") as fh:  # a file from before the column existed
+        w = csv.DictWriter(fh, fieldnames=old_fields)
+        w.writeheader()
+        w.writerow({k: v for k, v in _csv_row(avg_cct_s=2.5).items() if k in old_fields})
+    append_runs(str(path), [_csv_row(scheme="rapier", reschedule="flow")])
+    rows = read_runs(str(path))
+    assert [(r["scheme"], r["avg_cct_s"], r["reschedule"]) for r in rows] == \
+        [("baseline", 2.5, ""), ("rapier", 1.0, "flow")]
+    with open(path) as fh:
+        assert fh.readline().strip().split(",") == RUN_FIELDS
+    # rows of unknown ('') and other ('flow') decision points: no silent mixing
+    with pytest.raises(ValueError, match="reschedule"):
+        check_decision_points(str(path), None)
+    with pytest.raises(ValueError, match="'flow'"):
+        run_sweep("width", "fattree512", [16], 1, ["baseline"], str(tmp_path),
+                  reschedule_on="coflow")
+    assert len(read_runs(str(path))) == 2  # nothing appended, nothing lost
+
+
+def test_cli_point_refuses_mixed_decision_points(tmp_path, capsys):
+    from rapier_app.experiments.cli import main
+    from rapier_app.experiments.sweeps import append_runs
+    append_runs(str(tmp_path / "runs.csv"), [_csv_row(reschedule="flow")])
+    rc = main(["point", "--experiment", "width", "--fabric", "fattree512", "--x", "16",
+               "--seed", "1", "--schemes", "baseline", "--out", str(tmp_path)])
+    assert rc == 2
+    assert "reschedule" in capsys.readouterr().err

@@ -64,10 +64,12 @@ def cmd_run(a) -> int:
 def cmd_point(a) -> int:
     """``point``: every scheme once on one (experiment, fabric, x, seed); prints the
     rows as JSON and appends them to <out>/runs.csv when --out is given."""
+    from .sweeps import append_runs, check_decision_points
+    if a.out:  # refuse before running, not after
+        check_decision_points(os.path.join(a.out, "runs.csv"), _mode(a))
     rows = run_point(a.experiment, a.fabric, a.x, a.seed, _schemes(a.schemes), a.sizes,
                      log=lambda m: print(m, flush=True), reschedule_on=_mode(a))
     if a.out:
-        from .sweeps import append_runs
         os.makedirs(a.out, exist_ok=True)
         append_runs(os.path.join(a.out, "runs.csv"), rows)
     print(json.dumps(rows, indent=1))
@@ -202,7 +204,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     try:
         return a.fn(a)
-    except KeyError as exc:
+    except (KeyError, ValueError) as exc:
         print(f"rapier-experiment: {exc.args[0]}", file=sys.stderr)
         return 2
 

@@ -79,7 +79,11 @@ EXPERIMENTS: Dict[str, Experiment] = {
 }
 
 RUN_FIELDS = ["experiment", "fabric", "x", "try", "seed", "sizes", "scheme", "n_coflows",
-              "avg_cct_s", "lower_bound_s", "ratio_to_bound", "wall_s", "events"]
+              "avg_cct_s", "lower_bound_s", "ratio_to_bound", "wall_s", "events",
+              "reschedule"]
+#: ``reschedule`` column: the simulator's decision points ("auto": each scheduler's
+#: own, "flow": every flow completion, "coflow": coflow events only); "" in files
+#: written before the column existed.
 
 
 def available_schemes(include_seeds: bool = True) -> List[str]:
@@ -117,7 +121,7 @@ def run_point(experiment: str, fabric_name: str, x: float, seed: int,
                      "try": try_index, "seed": seed, "sizes": sizes, "scheme": name,
                      "n_coflows": len(coflows), "avg_cct_s": avg, "lower_bound_s": lb,
                      "ratio_to_bound": avg / lb, "wall_s": time.perf_counter() - t0,
-                     "events": res.events})
+                     "events": res.events, "reschedule": reschedule_on or "auto"})
         if log:
             log(f"{experiment} {fabric_name} x={x} seed={seed} {name}: avg CCT {avg:.4f} s "
                 f"(bound {lb:.4f} s, x{avg / lb:.2f}), {rows[-1]['wall_s']:.1f} s wall")
@@ -135,12 +139,28 @@ def read_runs(path: str) -> List[dict]:
                 r[k] = float(r[k])
             for k in ("try", "seed", "n_coflows", "events"):
                 r[k] = int(r[k])
+            r["reschedule"] = r.get("reschedule") or ""
             out.append(r)
     return out
 
 
 def append_runs(path: str, rows: Iterable[dict]) -> None:
-    """Append rows to a runs CSV, writing the header if the file is new."""
+    """Append rows (RUN_FIELDS) to a runs CSV, writing the header if the file is new.
+
+    A file written before a column existed is first rewritten with the current
+    header, its old rows getting "" in the new columns."""
+    rows = list(rows)
+    if os.path.exists(path):
+        with open(path, newline="") as fh:
+            header = next(csv.reader(fh), [])
+        if header != RUN_FIELDS:
+            with open(path, newline="") as fh:
+                old = list(csv.DictReader(fh))
+            with open(path, "w", newline="") as fh:
+                w = csv.DictWriter(fh, fieldnames=RUN_FIELDS)
+                w.writeheader()
+                for r in old:
+                    w.writerow({k: r.get(k) or "" for k in RUN_FIELDS})
     new = not os.path.exists(path)
     with open(path, "a", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=RUN_FIELDS)
@@ -150,16 +170,43 @@ def append_runs(path: str, rows: Iterable[dict]) -> None:
             w.writerow({k: r[k] for k in RUN_FIELDS})
 
 
+def check_decision_points(path: str, reschedule_on: Optional[str]) -> List[dict]:
+    """The rows of the runs CSV ``path`` ([] if absent), after checking that they were
+    all made with the decision points ``reschedule_on`` (None: "auto").
+
+    Raises:
+        ValueError: some rows have another ``reschedule`` value; averaging them with
+            new rows would mix two simulations, so the message asks for another
+            ``--out`` (or the same ``--reschedule``).
+    """
+    old = read_runs(path)
+    mode = reschedule_on or "auto"
+    other = sorted({r["reschedule"] for r in old} - {mode})
+    if other:
+        raise ValueError(f"reschedule: {path} holds runs made with decision points "
+                         f"{', '.join(repr(o) for o in other)} (column reschedule; '' = "
+                         f"recorded before the column existed), not {mode!r}: use another "
+                         f"--out or the same --reschedule")
+    return old
+
+
 def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries: int,
               schemes: Sequence[str], out_dir: str, sizes: str = DEFAULT_SIZES,
               base_seed: int = 1, log=print,
               reschedule_on: Optional[str] = None) -> List[dict]:
     """Run ``tries`` tries of every x in ``values``; append to ``out_dir/runs.csv``,
-    skipping (experiment, fabric, x, seed, sizes, scheme) runs already recorded."""
+    skipping (experiment, fabric, x, seed, sizes, scheme) runs already recorded.
+
+    Raises:
+        ValueError: ``runs.csv`` already holds rows made with other decision points
+            (its ``reschedule`` column); averaging them with these would mix two
+            simulations, so the message asks for another ``out_dir``.
+    """
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "runs.csv")
+    old = check_decision_points(path, reschedule_on)
     done = {(r["experiment"], r["fabric"], float(r["x"]), r["seed"], r["sizes"], r["scheme"])
-            for r in read_runs(path)}
+            for r in old}
     rows = []
     for x in values:
         for i in range(tries):
