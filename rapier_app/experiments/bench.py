@@ -17,7 +17,7 @@ Prints (text, or one JSON object with ``--json``):
   rounding of each solver's solution and for ``rapier-ls``'s local search.
 * ``sim_s`` (not with ``--quick``): simulator wall time per scheme for the Facebook
   trace (first ``--trace-limit`` coflows on ``bigswitch:150``) and, from
-  ``results/eval/runs.csv``, the mean wall time per experiment, fabric and scheme.
+  ``results/sweeps/runs.csv``, the mean wall time per experiment, fabric and scheme.
 
 ``--quick`` measures k=8 with n = 20, 50, 100 and 5 LPs per solver; it finishes in
 well under a minute on an idle 2-core machine.
@@ -132,7 +132,7 @@ def lp_times(k: int, n_lps: int, width: int = 128, seed: int = 2) -> dict:
 
 def sim_times(trace_limit: int) -> dict:
     """Simulator wall times (s): FB trace (first ``trace_limit`` coflows, bigswitch:150)
-    per paper scheme, and the sweeps' mean wall times from results/eval/runs.csv."""
+    per paper scheme, and the sweeps' mean wall times from results/sweeps/runs.csv."""
     from topologies import build_topology
     from ..core.workload import port_mapping, read_trace, trace_to_coflows
     from ..scheduling import make_scheduler
@@ -140,7 +140,9 @@ def sim_times(trace_limit: int) -> dict:
     from .sweeps import PAPER_SCHEMES, read_runs
 
     out: Dict[str, dict] = {}
-    path = "/work/shared/traces/FB2010-1Hr-150-0.txt"
+    # the trace beside the repository (../shared/traces), as in CI
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(os.path.dirname(repo), "shared", "traces", "FB2010-1Hr-150-0.txt")
     for cand in (os.environ.get("RAPIER_FB_TRACE"), path):
         if cand and os.path.exists(cand):
             trace = read_trace(cand)
@@ -153,7 +155,7 @@ def sim_times(trace_limit: int) -> dict:
                 fb[name] = time.perf_counter() - t0
             out[f"fb_trace_first{trace_limit}"] = fb
             break
-    runs = read_runs(os.path.join("results", "eval", "runs.csv"))
+    runs = read_runs(os.path.join("results", "sweeps", "runs.csv"))
     groups: Dict[str, List[float]] = {}
     for r in runs:
         groups.setdefault(f"{r['experiment']}/{r['fabric']}/x={r['x']:g}/{r['scheme']}",

@@ -167,7 +167,7 @@ def main(argv=None) -> int:
                    help="'paper' (4 schemes), 'all' (+ rapier-ls, rapier-spread and the registered seed schedulers) or a comma list")
     r.add_argument("--sizes", default=DEFAULT_SIZES, help="flow sizes spec (MB)")
     r.add_argument("--base-seed", type=int, default=1, help="seed of try 0 (try i: +i)")
-    r.add_argument("--out", default="results/eval")
+    r.add_argument("--out", default="results/sweeps")
     r.add_argument("--reschedule", choices=["auto", "flow", "coflow"], default="auto",
                    help="decision points besides arrivals: every flow completion (flow), "
                         "coflow completions (coflow) or each scheduler's own (auto)")
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
                         "coflow completions (coflow) or each scheduler's own (auto)")
     q.set_defaults(fn=cmd_point)
     s = sub.add_parser("report", help="rebuild the CSV/PNG/markdown from runs.csv")
-    s.add_argument("--out", default="results/eval")
+    s.add_argument("--out", default="results/sweeps")
     s.set_defaults(fn=cmd_report)
     b = sub.add_parser("big", help="one try on a large fabric, with wall time")
     b.add_argument("--fabric", default="fattree8192")
