@@ -1,0 +1,21 @@
+"""rapier-bench: the --quick --json contract (issue 5) and the trace lookup."""
+
+import json
+
+from rapier_app.experiments import bench
+
+
+def test_quick_json_reports_alg1_pass_and_lp_counts(capsys):
+    assert bench.main(["--quick", "--json", "--reps", "1"]) == 0
+    res = json.loads(capsys.readouterr().out)  # one JSON object, nothing else
+    assert res["alg1_pass_s"]["k8_n20_w128"] > 0
+    # the fast path solves LP (4) once per coflow; the plain Algorithm 1 re-solves it
+    # in every round: 20 + 19 + ... + 1 = 210
+    assert res["lp_solves"]["k8_n20_w128"] == 20
+    assert res["lp_solves"]["plain_k8_n20_w128"] == 210
+
+
+def test_sim_times_finds_the_trace_beside_the_repository():
+    out = bench.sim_times(1)
+    assert set(out["fb_trace_first1"]) == {"baseline", "routing-only", "scheduling-only",
+                                           "rapier"}
