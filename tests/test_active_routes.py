@@ -29,12 +29,16 @@ def test_filtered_and_lazy_columns_match_a_fresh_computation():
     rng = np.random.default_rng(0)
     for step in range(4):
         # the narrow view the fair-sharing schemes use, then the full one
-        narrow = sched._active_routes(coflows, (0, 1, 3, 4))
+        # (link columns 3 and 4 only from step 1 on, so they too are first built
+        # on a filtered view)
+        need = (0, 1) if step == 0 else (0, 1, 3, 4)
+        narrow = sched._active_routes(coflows, need)
         full = _fresh(topo, coflows)
         assert narrow[2] is None and narrow[5] is None and narrow[6] is None
         assert [f.flow_id for f in narrow[0]] == [f.flow_id for f in full[0]]
         assert narrow[1] == full[1]
-        assert np.array_equal(narrow[3], full[3]) and np.array_equal(narrow[4], full[4])
+        if step:
+            assert np.array_equal(narrow[3], full[3]) and np.array_equal(narrow[4], full[4])
         if step >= 2:  # columns first asked for after flows finished
             _same(sched._active_routes(coflows), full)
         # finish a few random flows of each coflow
