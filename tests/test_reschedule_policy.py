@@ -91,3 +91,43 @@ def test_no_deadlock_when_no_coflow_can_finish():
     res = simulate(topo, _workload()[:1], s)
     assert s.calls == pytest.approx([0.0, 0.5])
     assert res.coflows[0].cct_s == pytest.approx(2.5)
+
+
+class CoflowTotals(HalfRate):
+    """HalfRate that reads only coflow totals (``reads_progress = "coflow"``) and
+    records, per call, each coflow's ``bytes_sent`` and its flows' own counters."""
+
+    def __init__(self, topology, reads):
+        super().__init__(topology, "flow")
+        self.reads_progress = reads
+        self.seen = []
+
+    def schedule(self, now, coflows):
+        self.seen.append((now, {c.coflow_id: c.bytes_sent for c in coflows},
+                          {f.flow_id: f.bytes_sent for c in coflows for f in c.flows}))
+        return super().schedule(now, coflows)
+
+
+def test_coflow_totals_without_per_flow_counters():
+    topo = build_topology("bigswitch:4")
+    s = CoflowTotals(topo, "coflow")
+    res = simulate(topo, _workload(), s)
+    assert res.bytes_delivered == pytest.approx(res.bytes_offered)
+    totals = [(t, tot) for t, tot, _ in s.seen]
+    # 0.5 Gbit/s per flow (MB here is one Mbit in bytes): by 0.5 s x has sent
+    # 2 x 250 Mbit; at 1.0 s its short flow is done (250) and the long one has 500;
+    # at 1.5 s the long one has 750 and y has finished
+    assert [t for t, _ in totals] == pytest.approx([0.0, 0.5, 1.0, 1.5])
+    assert totals[0][1] == {"x": 0.0}
+    assert totals[1][1] == pytest.approx({"x": 500 * MB})
+    assert totals[2][1] == pytest.approx({"x": 750 * MB, "y": 0.0})
+    assert totals[3][1] == pytest.approx({"x": 1000 * MB})  # y is done and gone
+    # the unfinished long flow's own counter is not written (finished flows' are)
+    per_flow = s.seen[2][2]
+    assert per_flow["x/1"] == 0.0
+    assert per_flow["x/0"] == pytest.approx(250 * MB)
+    # the same totals as summing every flow's counter in the "bytes" mode
+    s2 = CoflowTotals(topo, "bytes")
+    simulate(topo, _workload(), s2)
+    for (_, a, _), (_, b, _) in zip(s.seen, s2.seen):
+        assert a == pytest.approx(b)

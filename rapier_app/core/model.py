@@ -183,7 +183,7 @@ class CoflowState:
     """
 
     __slots__ = ("spec", "coflow_id", "arrival_s", "weight", "flows", "finish_s", "_active",
-                 "_stale")
+                 "_stale", "_sent")
 
     def __init__(self, spec: CoflowSpec, policy: InfoPolicy):
         self.spec = spec
@@ -194,6 +194,9 @@ class CoflowState:
         self.finish_s: Optional[float] = None
         self._active: Optional[List[FlowState]] = None
         self._stale: Optional[List[FlowState]] = None
+        # Total bytes sent, kept by a simulator that does not write every flow's
+        # counter (None: sum the flows' counters).
+        self._sent: Optional[float] = None
 
     def active_flows(self) -> List[FlowState]:
         """Unfinished flows, in flow order (a new list object whenever the set changed:
@@ -215,7 +218,12 @@ class CoflowState:
 
     @property
     def bytes_sent(self) -> float:
-        """Total bytes sent by all the coflow's flows."""
+        """Total bytes sent by all the coflow's flows (bytes).
+
+        A simulator running a scheduler whose ``reads_progress`` is ``"coflow"`` keeps
+        this total itself and does not update unfinished flows' own counters."""
+        if self._sent is not None:
+            return self._sent
         return sum(f.bytes_sent for f in self.flows)
 
     @property

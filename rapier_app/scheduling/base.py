@@ -45,7 +45,10 @@ class Scheduler:
             False, and the simulator skips writing those fields back at every event
             (finished flows still get their final ``bytes_sent`` and ``finish_s``);
             ``"arrivals"``: only ``bytes_sent``, and only at decision points where a
-            coflow arrived; ``"bytes"``: only ``bytes_sent``, at every decision point.
+            coflow arrived; ``"bytes"``: only ``bytes_sent``, at every decision point;
+            ``"coflow"``: only each coflow's total (``CoflowState.bytes_sent``), at
+            every decision point (Aalo's coordinator view), while unfinished flows'
+            own counters stay unwritten.
 
     Args:
         topology: the fabric (capacities in bit/s, candidate paths).

@@ -192,10 +192,6 @@ class _Group:
         else:
             self.ports = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
-    def sent(self) -> float:
-        """Total bytes sent by the coflow (finished flows included)."""
-        return self.done_bytes + sum(map(_SENT, self.flows))
-
 
 class _SeedScheduler(Scheduler):
     """Shared machinery: sticky ECMP routes, cached per-coflow link matrices, the
@@ -328,21 +324,25 @@ class _SeedScheduler(Scheduler):
             present = []
             free = residual > tol
             for w, groups in queues:
-                links = []
+                # links on which the queue has a flow that can grow (a mark per link:
+                # cheaper than np.unique's sort)
+                mark = np.zeros(L + 1, dtype=bool)
+                found = False
                 for g, mask in groups:
                     if g.n == 0 or (mask is not None and not mask.any()):
                         continue
                     P = g.P if mask is None else g.P[mask]
                     ok = _row_all(free, P)
-                    if ok.any():
-                        links.append(P[ok].ravel())
-                if links:
-                    u = np.unique(np.concatenate(links))
-                    u = u[u < L]
-                    W[u] += w
-                    present.append(True)
-                else:
-                    present.append(False)
+                    if ok.all():
+                        mark[P] = True
+                        found = True
+                    elif ok.any():
+                        mark[P[ok]] = True
+                        found = True
+                if found:
+                    mark[L] = False
+                    W[mark] += w
+                present.append(found)
             if not any(present):
                 return
             used = np.zeros(L + 1)
@@ -474,6 +474,8 @@ class Aalo(_SeedScheduler):
     """
 
     clairvoyant = False
+    #: D-CLAS reads only each coflow's total bytes sent (the coordinator's view)
+    reads_progress = "coflow"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  K: int = 10, E: float = 10.0, q1_hi: float = 10 * MIB, delta: float = 0.010,
@@ -533,7 +535,7 @@ class Aalo(_SeedScheduler):
 
     def plan(self, now, coflows, rates):
         self._now = now
-        self._sent_now = {c.coflow_id: self.group(c).sent() for c in coflows}
+        self._sent_now = {c.coflow_id: c.bytes_sent for c in coflows}
         for c in coflows:
             self._queue.setdefault(c.coflow_id, 0)
         self._refresh(now, coflows)
@@ -632,6 +634,9 @@ class Philae(Aalo):
     """
 
     clairvoyant = False
+    #: pilots, estimates and contention need completions and endpoints only: no
+    #: byte counters of unfinished flows
+    reads_progress = False
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  metric: str = "contention", K: int = 10, E: float = 10.0,
