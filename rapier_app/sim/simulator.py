@@ -195,9 +195,10 @@ class Simulator:
         # Per active position: the last validated path (a tuple; _UNSET: none);
         # positions move only when flows finish.
         cur_paths: List[object] = []
-        # validated link indices per global flow index (append-only, so finishes
-        # need no compaction)
-        glob_links: List[Optional[np.ndarray]] = []
+        # validated link indices per global flow index, as a padded matrix (row g:
+        # glob_len[g] link indices; append-only, so finishes need no compaction)
+        glob_len = np.zeros(1024, dtype=np.int64)
+        glob_P = np.zeros((1024, 1), dtype=np.int64)
         # All active positions' validated links, concatenated in position order
         # (flat_lens[j] = 0 where none yet); rebuilt after arrivals and path changes,
         # compacted in O(entries) when flows finish.
@@ -232,13 +233,16 @@ class Simulator:
                                                              dtype=np.int64)])
                     cof_of = np.concatenate([cof_of, np.zeros(grow - cof_of.shape[0],
                                                               dtype=np.int64)])
+                    glob_len = np.concatenate([glob_len, np.zeros(grow - glob_len.shape[0],
+                                                                  dtype=np.int64)])
+                    glob_P = np.concatenate([glob_P, np.zeros(
+                        (grow - glob_P.shape[0], glob_P.shape[1]), dtype=np.int64)])
                 cof_of[n_glob:n_glob + k] = ai
                 for n, f in enumerate(cs.flows):
                     f._sim_idx = n_glob + n
                 size[n_glob:n_glob + k] = [f.spec.size_bytes for f in cs.flows]
                 sent[n_glob:n_glob + k] = [f.bytes_sent for f in cs.flows]
                 cur_paths.extend([_UNSET] * k)
-                glob_links.extend([None] * k)
                 new_idx.extend(range(n_glob, n_glob + k))
                 act_flows.extend(cs.active_flows())
                 n_glob += k
@@ -304,8 +308,21 @@ class Simulator:
                 # every path is (the same object as, or equal to) the validated one
                 same = np.ones(m, dtype=bool)
             else:
-                same = np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool,
-                                   count=m)
+                # only the sending positions matter (waiting flows are not validated)
+                snd = np.flatnonzero(pos_mask)
+                if snd.shape[0] == m:
+                    same = np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool,
+                                       count=m)
+                else:
+                    same = np.ones(m, dtype=bool)
+                    js = snd.tolist()
+                    if len(js) == 1:
+                        same[js[0]] = path_pos[js[0]] is cur_paths[js[0]]
+                    elif js:
+                        pick = operator.itemgetter(*js)
+                        same[snd] = np.fromiter(map(operator.is_, pick(path_pos),
+                                                    pick(cur_paths)), dtype=bool,
+                                                count=len(js))
             for j in np.flatnonzero(pos_mask & ~same).tolist():
                 p = path_pos[j]
                 if p is None:
@@ -320,7 +337,13 @@ class Simulator:
                 except TopologyError as exc:
                     raise SimulationError(f"flow {f.flow_id}: {exc}") from None
                 cur_paths[j] = p if type(p) is tuple else _UNSET
-                glob_links[int(act_idx[j])] = ls
+                g = int(act_idx[j])
+                nl = len(ls)
+                if nl > glob_P.shape[1]:
+                    glob_P = np.concatenate([glob_P, np.zeros(
+                        (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
+                glob_P[g, :nl] = ls
+                glob_len[g] = nl
                 flat_ok = False
             bad = pos_mask & ~np.isfinite(rate_pos)
             if bad.any():
@@ -338,11 +361,10 @@ class Simulator:
             rate_arr = rate_pos[sel_arr]
             if n_sel:
                 if not flat_ok:
-                    cur_links = [glob_links[g] for g in act_idx.tolist()]
-                    flat_lens = np.fromiter((0 if a is None else len(a) for a in cur_links),
-                                            np.int64, m)
-                    flat_lidx = (np.concatenate([a for a in cur_links if a is not None])
-                                 if flat_lens.any() else np.zeros(0, np.int64))
+                    flat_lens = glob_len[act_idx]
+                    # row-major boolean selection keeps position order
+                    flat_lidx = glob_P[act_idx][np.arange(glob_P.shape[1]) <
+                                                flat_lens[:, None]]
                     flat_ok = True
                     flat_gen += 1
                 if links_key is None or links_key[0] != flat_gen or \
