@@ -163,6 +163,39 @@ def test_waterfill_max_min():
     np.testing.assert_allclose(waterfill(P, res, tol), [0.5, 0.5, 1.25, 1.25])
 
 
+def test_waterfill_wide_max_min_and_equal_to_plain_loop():
+    from rapier_app.scheduling.seeds import (WATERFILL_INCREMENTAL, _waterfill_incremental,
+                                             _waterfill_plain)
+    # a wide coflow takes the incremental path: 60 flows from port 0 (cap 6) to
+    # ports 1..3 (caps 1, 2, 30), 20 flows each; link 0 would give 0.1 each, port 1
+    # limits its 20 flows to 0.05 (1 in all), port 2 to 0.1, then the 20 flows to
+    # port 3 share what port 0 has left: 6 - 1 - 2 = 3 -> 0.15 each
+    n = 60
+    assert n >= WATERFILL_INCREMENTAL
+    P = np.array([[0, 1 + i // 20] for i in range(n)])
+    res = np.array([6.0, 1.0, 2.0, 30.0, np.inf])
+    tol = np.array([1e-9] * 4 + [0.0])
+    r = waterfill(P, res, tol)
+    np.testing.assert_allclose(r, [0.05] * 20 + [0.1] * 20 + [0.15] * 20)
+    np.testing.assert_allclose(res[:4], [0.0, 0.0, 0.0, 27.0], atol=1e-12)
+    # bit for bit the plain loop's rates and residuals, saturated links included
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        L = int(rng.integers(3, 30))
+        m = int(rng.integers(1, 200))
+        W = int(rng.integers(1, 4))
+        P = np.full((m, W), L)
+        for i in range(m):
+            k = int(rng.integers(1, W + 1))
+            P[i, :k] = rng.choice(L, size=k, replace=False)
+        cap = np.concatenate([rng.choice([1e9, 1e10, 0.0], size=L, p=[.7, .2, .1])
+                              * rng.random(L), [np.inf]])
+        tol = np.concatenate([1e-9 * np.maximum(cap[:L], 1.0), [0.0]])
+        r1, r2 = cap.copy(), cap.copy()
+        a, b = _waterfill_plain(P, r1, tol), _waterfill_incremental(P, r2, tol)
+        assert np.array_equal(a, b) and np.array_equal(r1, r2)
+
+
 # ---------------------------------------------------------------------------------
 # Aalo / D-CLAS
 # ---------------------------------------------------------------------------------
