@@ -43,11 +43,10 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import Allocation, CoflowState, FlowState, Schedule
-from .base import Scheduler, SchedulerError, register
+from ..core.model import CoflowState, FlowState, Schedule
+from .base import Scheduler, SchedulerError, _dedup, register
 
 _FINISH = attrgetter("finish_s")
-_SENT = attrgetter("bytes_sent")
 
 
 # Row reductions over a padded link matrix P (flows x path width), one column at a
@@ -99,7 +98,8 @@ CROSS_TOL = 1e-9
 # ---------------------------------------------------------------------------------
 # vectorised allocation primitives (padded link matrices)
 # ---------------------------------------------------------------------------------
-def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
+def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray,
+              index: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
     """Max-min fair rates for the flows whose link rows are ``P``, in place.
 
     Args:
@@ -108,6 +108,8 @@ def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarra
         residual: per link (plus the dummy) the capacity still free, in bit/s.  It is
             reduced in place by the rates given.
         tol: per link, the residual (bit/s) at or below which the link is saturated.
+        index: optional ``link_index(P, len(residual))`` of this very ``P``, when the
+            caller caches it.
 
     Returns:
         Rates in bit/s (one per row).  Flows crossing an already saturated link get 0;
@@ -125,8 +127,20 @@ def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarra
     """
     n = P.shape[0]
     if n >= WATERFILL_INCREMENTAL:
-        return _waterfill_incremental(P, residual, tol)
+        return _waterfill_incremental(P, residual, tol, index)
     return _waterfill_plain(P, residual, tol)
+
+
+def link_index(P: np.ndarray, nl: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The entries of ``P`` (flows x width, link ids below ``nl``) grouped by link:
+    ``(by_link, lptr)`` with link l's entries ``by_link[lptr[l]:lptr[l + 1]]`` (flat
+    positions; the flow is position // width), in flow order."""
+    flat = P.ravel()
+    # a stable sort on 16-bit keys is a radix sort: several times faster
+    by_link = np.argsort(flat.astype(np.int16) if nl < 32767 else flat, kind="stable")
+    lptr = np.zeros(nl + 1, dtype=np.int64)
+    np.cumsum(np.bincount(flat, minlength=nl), out=lptr[1:])
+    return by_link, lptr
 
 
 #: Row count from which :func:`waterfill` keeps its link counts incrementally.
@@ -157,8 +171,9 @@ def _waterfill_plain(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np
     return rate
 
 
-def _waterfill_incremental(P: np.ndarray, residual: np.ndarray,
-                           tol: np.ndarray) -> np.ndarray:
+def _waterfill_incremental(P: np.ndarray, residual: np.ndarray, tol: np.ndarray,
+                           index: Optional[Tuple[np.ndarray, np.ndarray]] = None
+                           ) -> np.ndarray:
     """:func:`waterfill` with incremental link counts (same operations, same order:
     an active flow's rate is the running sum of the increments, kept as ``level``)."""
     n, W = P.shape
@@ -172,11 +187,9 @@ def _waterfill_incremental(P: np.ndarray, residual: np.ndarray,
     nl = residual.shape[0]
     cnt = np.bincount(P[act].ravel(), minlength=nl).astype(float)
     cnt[-1] = 0.0
-    flat = P.ravel()
     # entries sorted by link: the flows of link l are by_link[lptr[l]:lptr[l+1]] // W
-    by_link = np.argsort(flat, kind="stable")
-    lptr = np.zeros(nl + 1, dtype=np.int64)
-    np.cumsum(np.bincount(flat, minlength=nl), out=lptr[1:])
+    by_link, lptr = index if index is not None else link_index(P, nl)
+    slot = np.empty(n, dtype=np.int64)  # scratch for _dedup
     was_sat = residual <= tol
     level = 0.0
     while n_act:
@@ -196,7 +209,7 @@ def _waterfill_incremental(P: np.ndarray, residual: np.ndarray,
         ents = (by_link[lptr[new_sat[0]]:lptr[new_sat[0] + 1]] if len(new_sat) == 1 else
                 np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in new_sat]))
         rows = ents // W
-        newly = np.unique(rows[act[rows]])
+        newly = _dedup(rows[act[rows]], slot)
         if not newly.size:
             continue
         rate[newly] = level
@@ -238,30 +251,42 @@ def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.nda
 
 
 class _Group:
-    """The active flows of one coflow with their sticky paths, padded link rows and
-    reusable :class:`Allocation` objects; ``done_bytes`` counts the bytes of the
-    coflow's flows that finished (their counters no longer change)."""
+    """The active flows of one coflow (in flow order) with their sticky paths and
+    padded link rows ``P`` (flows x path width, padded with the dummy link ``L``)."""
 
-    __slots__ = ("n", "flows", "paths", "P", "ports", "ids", "allocs", "done_bytes", "sizes")
+    __slots__ = ("n", "flows", "paths", "P", "L", "_ports", "sizes", "_index")
 
-    def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
-                 allocs: Optional[List[Allocation]] = None, done_bytes: float = 0.0):
-        n = len(flows)
-        self.n = n
+    def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int):
+        self.n = len(flows)
         self.flows = flows
         self.paths = paths
         self.P = P
-        self.ids = [f.flow_id for f in flows]
-        self.allocs = allocs if allocs is not None else [Allocation(p, 0.0) for p in paths]
-        self.done_bytes = done_bytes
+        self.L = L
         #: flow sizes in bytes, filled by clairvoyant schedulers only (Sincronia)
         self.sizes: Optional[np.ndarray] = None
-        if n:
-            last = (P < L).sum(axis=1) - 1
-            #: per flow, (first link, last link) of its path: the access "ports"
-            self.ports = (P[:, 0].copy(), P[np.arange(n), last])
-        else:
-            self.ports = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self._index: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        self._ports: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
+    @property
+    def ports(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Per flow, (first link, last link) of its path: the access "ports"."""
+        if self._ports is None:
+            P, n = self.P, self.n
+            if n:
+                last = (P < self.L).sum(axis=1) - 1
+                self._ports = (P[:, 0].copy(), P[np.arange(n), last])
+            else:
+                self._ports = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return self._ports
+
+    def link_index(self, nl: int) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """Cached :func:`link_index` of ``P`` for wide groups (None for narrow ones,
+        which :func:`waterfill` serves with its plain loop)."""
+        if self.n < WATERFILL_INCREMENTAL:
+            return None
+        if self._index is None:
+            self._index = link_index(self.P, nl)
+        return self._index
 
 
 class _SeedScheduler(Scheduler):
@@ -320,22 +345,18 @@ class _SeedScheduler(Scheduler):
         """Cached :class:`_Group` of ``c``'s active flows.  A coflow's flow set never
         grows, so when flows finish the cached group is filtered, not rebuilt."""
         g = self._groups.get(c.coflow_id)
+        act = c.active_flows()
         if g is None:
-            act = c.active_flows()
             paths = [self.route(f) for f in act]
             P = (np.stack([self._rows[f.flow_id] for f in act]) if act
                  else np.zeros((0, self._width), dtype=np.int64))
-            done = sum([f.bytes_sent for f in c.flows if f.finish_s is not None])
-            g = _Group(list(act), paths, P, self._L, done_bytes=done)
+            g = _Group(act, paths, P, self._L)
             self._groups[c.coflow_id] = g
-        elif g.n != len(c.active_flows()):
+        elif g.n != len(act):
+            # the active list is the cached flows without the finished ones, in order
             m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool, g.n)
-            keep = m.tolist()
-            gone = [not k for k in keep]
-            done = g.done_bytes + sum(map(_SENT, compress(g.flows, gone)))
             sizes = None if g.sizes is None else g.sizes[m]
-            g = _Group(list(compress(g.flows, keep)), list(compress(g.paths, keep)), g.P[m],
-                       self._L, list(compress(g.allocs, keep)), done)
+            g = _Group(act, list(compress(g.paths, m.tolist())), g.P[m], self._L)
             g.sizes = sizes
             self._groups[c.coflow_id] = g
         return g
@@ -367,8 +388,10 @@ class _SeedScheduler(Scheduler):
                     continue
                 if mask.all():
                     mask = None
-            P = g.P if mask is None else g.P[mask]
-            r = waterfill(P, residual, self._tol)
+            if mask is None:
+                r = waterfill(g.P, residual, self._tol, g.link_index(residual.shape[0]))
+            else:
+                r = waterfill(g.P[mask], residual, self._tol)
             acc = rates[id(g)]
             if mask is None:
                 acc += r
