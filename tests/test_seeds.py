@@ -415,6 +415,21 @@ def test_invariants_random(spec, name):
         assert rec.cct_s > 0
 
 
+@pytest.mark.parametrize("name", SEEDS)
+def test_progress_modes_give_the_same_schedule(name):
+    """The lighter counter modes ("coflow": totals kept by the simulator, "vector":
+    the simulator's array, False: none) decide exactly as if every flow's
+    bytes_sent were written at every event (the plain "bytes" mode)."""
+    topo = build_topology("fattree:4")
+    specs = synthetic(topo, 20, 6, 0.02, "pareto:0.5,1.3", seed=11)
+    plain = make_scheduler(name, topo, seed=3)
+    plain.reads_progress = "bytes"
+    r1 = simulate(topo, specs, make_scheduler(name, topo, seed=3))
+    r2 = simulate(topo, specs, plain)
+    assert r1.events == r2.events
+    np.testing.assert_allclose(r1.ccts, r2.ccts, rtol=1e-12)
+
+
 def test_philae_contention_counts_coflows_sharing_an_access_link():
     topo = build_topology("bigswitch:3")
     # A h1->h2, B h2->h3, C h1->h3.  h2's downlink (A) and uplink (B) are different

@@ -48,7 +48,10 @@ class Scheduler:
             coflow arrived; ``"bytes"``: only ``bytes_sent``, at every decision point;
             ``"coflow"``: only each coflow's total (``CoflowState.bytes_sent``), at
             every decision point (Aalo's coordinator view), while unfinished flows'
-            own counters stay unwritten.
+            own counters stay unwritten; ``"vector"``: the simulator hands the
+            scheduler its array of per-flow bytes sent (:meth:`bind_counters`,
+            indexed by ``FlowState._sim_idx``) instead of writing every flow's
+            ``bytes_sent``.
 
     Args:
         topology: the fabric (capacities in bit/s, candidate paths).
@@ -65,6 +68,7 @@ class Scheduler:
         self.topology = topology
         self.seed = int(seed)
         self.max_paths = max_paths
+        self._sent_arr: Optional[np.ndarray] = None  # see bind_counters
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Decide paths and rates for every active flow of ``coflows`` at ``now`` (s)."""
@@ -73,6 +77,12 @@ class Scheduler:
     def next_wakeup(self, now: float) -> Optional[float]:
         """Absolute time (s) of the next periodic decision this scheme wants, or None."""
         return None
+
+    def bind_counters(self, sent: Optional[np.ndarray]) -> None:
+        """Take the simulator's live per-flow bytes-sent array (bytes, indexed by
+        ``FlowState._sim_idx``; read only) for ``reads_progress = "vector"``; None
+        unbinds it.  The simulator calls it again whenever the array is replaced."""
+        self._sent_arr = sent
 
     def candidates(self, flow: FlowState) -> List[tuple]:
         """Candidate paths of ``flow`` (the ECMP set, capped at ``max_paths``), cached per

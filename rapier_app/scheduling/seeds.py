@@ -47,6 +47,8 @@ from ..core.model import CoflowState, FlowState, Schedule
 from .base import Scheduler, SchedulerError, _dedup, register
 
 _FINISH = attrgetter("finish_s")
+_SENT = attrgetter("bytes_sent")
+_IDX = attrgetter("_sim_idx")
 
 
 # Row reductions over a padded link matrix P (flows x path width), one column at a
@@ -252,16 +254,22 @@ def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.nda
 
 class _Group:
     """The active flows of one coflow (in flow order) with their sticky paths and
-    padded link rows ``P`` (flows x path width, padded with the dummy link ``L``)."""
+    padded link rows ``P`` (flows x path width, padded with the dummy link ``L``);
+    ``idx`` holds the flows' simulator indices (``FlowState._sim_idx``) and
+    ``done_max`` the largest byte count of the coflow's finished flows."""
 
-    __slots__ = ("n", "flows", "paths", "P", "L", "_ports", "sizes", "_index")
+    __slots__ = ("n", "flows", "paths", "P", "L", "idx", "done_max", "_ports", "sizes",
+                 "_index")
 
-    def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int):
+    def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
+                 idx: np.ndarray, done_max: float):
         self.n = len(flows)
         self.flows = flows
         self.paths = paths
         self.P = P
         self.L = L
+        self.idx = idx
+        self.done_max = done_max
         #: flow sizes in bytes, filled by clairvoyant schedulers only (Sincronia)
         self.sizes: Optional[np.ndarray] = None
         self._index: Optional[Tuple[np.ndarray, np.ndarray]] = None
@@ -350,16 +358,32 @@ class _SeedScheduler(Scheduler):
             paths = [self.route(f) for f in act]
             P = (np.stack([self._rows[f.flow_id] for f in act]) if act
                  else np.zeros((0, self._width), dtype=np.int64))
-            g = _Group(act, paths, P, self._L)
+            done_max = max((f.bytes_sent for f in c.flows if f.finish_s is not None),
+                           default=0.0)
+            g = _Group(act, paths, P, self._L,
+                       np.fromiter(map(_IDX, act), np.int64, len(act)), done_max)
             self._groups[c.coflow_id] = g
         elif g.n != len(act):
             # the active list is the cached flows without the finished ones, in order
             m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool, g.n)
+            keep = m.tolist()
+            done_max = max(g.done_max, max(map(_SENT, compress(g.flows, [not k for k in keep])),
+                                           default=0.0))
             sizes = None if g.sizes is None else g.sizes[m]
-            g = _Group(act, list(compress(g.paths, m.tolist())), g.P[m], self._L)
+            g = _Group(act, list(compress(g.paths, keep)), g.P[m], self._L, g.idx[m],
+                       done_max)
             g.sizes = sizes
             self._groups[c.coflow_id] = g
         return g
+
+    def flow_sent(self, g: _Group) -> np.ndarray:
+        """Bytes sent by each of ``g``'s active flows (float array): read from the
+        simulator's array when one is bound (``reads_progress = "vector"``), else
+        from the flows' own counters."""
+        arr = self._sent_arr
+        if arr is not None:
+            return arr[g.idx]
+        return np.fromiter(map(_SENT, g.flows), float, g.n)
 
     def _forget(self, live: Sequence[CoflowState]) -> None:
         ids = {c.coflow_id for c in live}
@@ -1000,6 +1024,9 @@ class Sincronia(_SeedScheduler):
     follow in the OCT metric's order with the same greedy allocation.
     """
 
+    #: remaining bytes come from the simulator's counters (see ``flow_sent``)
+    reads_progress = "vector"
+
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  epoch_s: float = 0.1, growth: float = 2.0, epochs_per_horizon: int = 8,
                  immediate: bool = False, rates: str = "greedy"):
@@ -1042,7 +1069,7 @@ class Sincronia(_SeedScheduler):
                 continue
             if g.sizes is None:
                 g.sizes = np.array([f.size_bytes for f in g.flows], dtype=float)
-            rem = np.maximum(g.sizes - np.array([f.bytes_sent for f in g.flows]), 0.0) * BITS
+            rem = np.maximum(g.sizes - self.flow_sent(g), 0.0) * BITS
             w = np.repeat(rem, g.P.shape[1])
             idx = g.P.ravel()
             m = idx < L
@@ -1192,6 +1219,8 @@ class Optas(_SeedScheduler):
     """
 
     clairvoyant = False
+    #: per-flow bytes sent come from the simulator's counters (see ``flow_sent``)
+    reads_progress = "vector"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  threshold: float = MIB):
@@ -1200,18 +1229,31 @@ class Optas(_SeedScheduler):
             raise SchedulerError(f"threshold: must be > 0 bytes, got {threshold!r}")
         self.threshold = float(threshold)
         self._large: set = set()
-        self._tiny_live: List[CoflowState] = []
-        self._flow_rates: Dict[str, float] = {}
+        # (group, its flows' rates in bit/s) of every tiny coflow, from the last plan
+        self._tiny: List[Tuple[_Group, np.ndarray]] = []
+
+    @staticmethod
+    def _backlog(flows: Sequence[FlowState]) -> Optional[np.ndarray]:
+        """Per flow, the send-buffer backlog in bytes, or None when the flow model
+        exposes none (the simulator's does not)."""
+        if not flows or not hasattr(flows[0], "backlog_bytes"):
+            return None
+        return np.array([float(getattr(f, "backlog_bytes", 0.0) or 0.0) for f in flows])
 
     def is_large(self, c: CoflowState) -> bool:
-        """Update and return whether ``c`` has been detected as a large task."""
+        """Update and return whether ``c`` has been detected as a large task: one of
+        its flows, finished or not, has bytes sent + backlog above the threshold."""
         if c.coflow_id in self._large:
             return True
         thr = self.threshold * (1 + CROSS_TOL)
-        for f in c.flows:
-            if f.bytes_sent + float(getattr(f, "backlog_bytes", 0.0) or 0.0) > thr:
-                self._large.add(c.coflow_id)
-                return True
+        g = self.group(c)
+        seen = self.flow_sent(g)
+        back = self._backlog(g.flows)
+        if back is not None:
+            seen = seen + back
+        if g.done_max > thr or (g.n and float(seen.max()) > thr):
+            self._large.add(c.coflow_id)
+            return True
         return False
 
     def plan(self, now, coflows, rates):
@@ -1230,26 +1272,27 @@ class Optas(_SeedScheduler):
             for g in groups:
                 rates[id(g)] += r[o:o + g.n]
                 o += g.n
-        self._tiny_live = tiny
-        self._flow_rates = {}
-        for c in tiny:
-            g = self.group(c)
-            for f, v in zip(g.flows, rates[id(g)]):
-                self._flow_rates[f.flow_id] = float(v)
+        self._tiny = [(g, rates[id(g)]) for g in map(self.group, tiny)]
         return [c.coflow_id for c in tiny + large], {"tiny": [c.coflow_id for c in tiny]}
 
     def next_wakeup(self, now: float) -> Optional[float]:
         """When the first flow of a tiny coflow will pass the threshold (s)."""
         best = None
-        for c in self._tiny_live:
-            for f in c.active_flows():
-                r = self._flow_rates.get(f.flow_id, 0.0)
-                if r <= 0:
-                    continue
-                need = self.threshold - f.bytes_sent - float(getattr(f, "backlog_bytes", 0.0) or 0.0)
-                t = now + max(need, 0.0) * BITS / r
-                # wake just after the crossing so that "larger than" holds
-                t = t + max(t * 1e-12, 1e-9)
-                if t > now and (best is None or t < best):
-                    best = t
+        for g, r in self._tiny:
+            pos = r > 0
+            if not g.n or not pos.any():
+                continue
+            seen = self.flow_sent(g)
+            back = self._backlog(g.flows)
+            if back is not None:
+                seen = seen + back
+            need = self.threshold - seen[pos]
+            t = now + np.maximum(need, 0.0) * BITS / r[pos]
+            # wake just after the crossing so that "larger than" holds
+            t = t + np.maximum(t * 1e-12, 1e-9)
+            t = t[t > now]
+            if t.size:
+                v = float(t.min())
+                if best is None or v < best:
+                    best = v
         return best

@@ -186,6 +186,9 @@ class Simulator:
         reads = rp is True  # bytes_sent, rate_bps and path at every event
         reads_bytes = reads or rp == "bytes"  # bytes_sent at every event
         reads_on_arrival = rp == "arrivals"
+        # "vector": the scheduler reads this run's bytes-sent array directly
+        reads_vector = rp == "vector"
+        bound = None
         # "coflow": only each coflow's total bytes sent (CoflowState.bytes_sent), kept
         # here per coflow serial instead of in every flow's counter
         reads_coflow = rp == "coflow"
@@ -267,6 +270,9 @@ class Simulator:
                 # the scheme reads byte counters only when coflows arrive
                 deque(map(setattr, act_flows, repeat("bytes_sent"), sent[act_idx].tolist()), 0)
             arrived = False
+            if reads_vector and bound is not sent:
+                self.scheduler.bind_counters(sent)
+                bound = sent
             sched = self.scheduler.schedule(now, states)
             m = len(act_flows)
             # Per active position: path (None: no allocation) and rate in bit/s.
@@ -480,6 +486,8 @@ class Simulator:
                                                         f.finish_s - c.arrival_s))
                     if self.progress:
                         self.progress(len(res.coflows), total, now)
+        if reads_vector:
+            self.scheduler.bind_counters(None)
         res.wall_s = time.perf_counter() - t_wall
         return res
 
