@@ -158,9 +158,10 @@ def table(out: str, topologies: List[str]) -> str:
         sch = summ["schedulers"]
         fair = sch.get("fair")
         lines.append(f"\n#### {summ['workload']} on {summ['topology']}\n")
-        lines.append("| scheduler | avg CCT (s) | p95 CCT (s) | avg / fair | p95 / fair | "
-                     "published (scheme / reference) | ours, same ratio | wall (s) |")
-        lines.append("|---|---:|---:|---:|---:|---|---:|---:|")
+        lines.append("| scheduler | avg CCT (s) | p50 CCT (s) | p95 CCT (s) | avg / fair | "
+                     "p95 / fair | published (scheme / reference) | ours, same ratio | "
+                     "decisions | wall (s) |")
+        lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
         for name, s in sch.items():
             na = s["avg_cct_s"] / fair["avg_cct_s"] if fair else float("nan")
             np95 = s["p95_cct_s"] / fair["p95_cct_s"] if fair else float("nan")
@@ -172,8 +173,9 @@ def table(out: str, topologies: List[str]) -> str:
                 ours = f"avg {s['avg_cct_s'] / r['avg_cct_s']:.2f}"
                 if pp:
                     ours += f", p95 {s['p95_cct_s'] / r['p95_cct_s']:.2f}"
-            lines.append(f"| {name} | {s['avg_cct_s']:.3f} | {s['p95_cct_s']:.3f} | {na:.2f} | "
-                         f"{np95:.2f} | {pub} | {ours} | {s['wall_s']:.0f} |")
+            lines.append(f"| {name} | {s['avg_cct_s']:.3f} | {s['p50_cct_s']:.3f} | "
+                         f"{s['p95_cct_s']:.3f} | {na:.2f} | {np95:.2f} | {pub} | {ours} | "
+                         f"{s.get('events', '')} | {s['wall_s']:.0f} |")
         if "philae" in ccts and "aalo" in ccts:
             ids = sorted(set(ccts["philae"]) & set(ccts["aalo"]))
             sp = np.array([ccts["aalo"][i] / ccts["philae"][i] for i in ids])
