@@ -418,12 +418,14 @@ def test_invariants_random(spec, name):
 @pytest.mark.parametrize("name", SEEDS)
 def test_progress_modes_give_the_same_schedule(name):
     """The lighter counter modes ("coflow": totals kept by the simulator, "vector":
-    the simulator's array, False: none) decide exactly as if every flow's
-    bytes_sent were written at every event (the plain "bytes" mode)."""
+    the simulator's array, False: none) and sticky paths (validated once) decide
+    exactly as if every flow's bytes_sent were written and every path checked at
+    every event (the plain "bytes" mode, sticky_paths False)."""
     topo = build_topology("fattree:4")
     specs = synthetic(topo, 20, 6, 0.02, "pareto:0.5,1.3", seed=11)
     plain = make_scheduler(name, topo, seed=3)
     plain.reads_progress = "bytes"
+    plain.sticky_paths = False
     r1 = simulate(topo, specs, make_scheduler(name, topo, seed=3))
     r2 = simulate(topo, specs, plain)
     assert r1.events == r2.events

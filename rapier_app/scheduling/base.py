@@ -52,6 +52,10 @@ class Scheduler:
             scheduler its array of per-flow bytes sent (:meth:`bind_counters`,
             indexed by ``FlowState._sim_idx``) instead of writing every flow's
             ``bytes_sent``.
+        sticky_paths: True when the scheme gives each flow one path for its whole
+            life, always as the same tuple object (sticky ECMP); the simulator then
+            validates a path once, when the flow first sends, instead of checking
+            at every decision point that the path object is unchanged.
 
     Args:
         topology: the fabric (capacities in bit/s, candidate paths).
@@ -63,6 +67,7 @@ class Scheduler:
     clairvoyant = True
     reschedule_on = "flow"
     reads_progress = True
+    sticky_paths = False
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
         self.topology = topology

@@ -307,6 +307,8 @@ class _SeedScheduler(Scheduler):
     #: the schemes read bytes sent (queue demotion, size estimates, remaining
     #: bytes), never a flow's current rate or path: they keep their own routes
     reads_progress = "bytes"
+    #: a flow's path is chosen once (sticky ECMP) and emitted as the same object
+    sticky_paths = True
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
         super().__init__(topology, seed, max_paths)
@@ -367,7 +369,7 @@ class _SeedScheduler(Scheduler):
             # the active list is the cached flows without the finished ones, in order
             m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool, g.n)
             keep = m.tolist()
-            done_max = max(g.done_max, max(map(_SENT, compress(g.flows, [not k for k in keep])),
+            done_max = max(g.done_max, max(map(_SENT, compress(g.flows, (~m).tolist())),
                                            default=0.0))
             sizes = None if g.sizes is None else g.sizes[m]
             g = _Group(act, list(compress(g.paths, keep)), g.P[m], self._L, g.idx[m],

@@ -192,6 +192,7 @@ class Simulator:
         # "coflow": only each coflow's total bytes sent (CoflowState.bytes_sent), kept
         # here per coflow serial instead of in every flow's counter
         reads_coflow = rp == "coflow"
+        sticky = bool(getattr(self.scheduler, "sticky_paths", False))
         cof_sent = np.zeros(len(self.specs))
         serial: Dict[str, int] = {}
         arrived = False
@@ -310,7 +311,10 @@ class Simulator:
                 rate_pos = np.array(rate_list, dtype=float)
             # flows that send: an allocation with a positive (or NaN: caught below) rate
             pos_mask = ~(rate_pos <= 0)
-            if type(path_pos) is list and path_pos == cur_paths:
+            if sticky:
+                # each flow keeps its first path: only never-validated flows need a look
+                same = glob_len[act_idx] > 0
+            elif type(path_pos) is list and path_pos == cur_paths:
                 # every path is (the same object as, or equal to) the validated one
                 same = np.ones(m, dtype=bool)
             else:
