@@ -33,7 +33,8 @@ import numpy as np
 TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                      "shared", "traces", "FB2010-1Hr-150-0.txt")
 SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia-immediate",
-              "sincronia-maxmin", "scheduling-only", "rapier", "routing-only", "baseline"]
+              "sincronia-maxmin", "scheduling-only", "scheduling-only@flow", "rapier",
+              "routing-only", "baseline"]
 TOPOLOGIES = ["bigswitch:150", "fattree:10"]
 
 #: Published ratios, as normalised CCT (scheme / reference; < 1 is faster), with source.
@@ -59,15 +60,21 @@ def topo_dir(out: str, topology: str) -> str:
 
 
 def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
-    """Run rapier-sim for one scheduler on one topology into ``out``.
+    """Run rapier-sim for one scheduler on one topology into ``out``;
+    ``NAME@flow`` / ``NAME@coflow`` runs NAME with ``--reschedule flow|coflow``.
 
     Raises:
-        SystemExit: rapier-sim exits non-zero.
+        SystemExit: rapier-sim exits non-zero or the variant is unknown.
     """
     from rapier_app import cli
 
+    scheduler, _, variant = scheduler.partition("@")
     argv = ["--topology", topology, "--trace", TRACE, "--schedulers", scheduler,
             "--no-bound", "--no-plot", "--quiet", "--out", out]
+    if variant:
+        if variant not in ("flow", "coflow"):
+            raise SystemExit(f"--schedulers: unknown variant @{variant} (flow, coflow)")
+        argv += ["--reschedule", variant]
     if limit:
         argv += ["--limit", str(limit)]
     rc = cli.main(argv)
@@ -84,10 +91,12 @@ def merge(tdir: str, schedulers: List[str]) -> None:
     """Merge the per-scheduler runs under ``tdir/runs/`` into ``tdir/summary.json``
     and ``tdir/coflows.csv`` (schedulers in the given order, missing ones skipped;
     a missing ``fair`` run is taken from ``baseline``'s, see ALIASES) and draw
-    ``tdir/cct_cdf.png``."""
+    ``tdir/cct_cdf.png``.  A run folder ``NAME@VARIANT`` (e.g.
+    ``scheduling-only@flow``: rapier-sim ``--reschedule flow``) holds scheduler
+    NAME's run with other options and is listed as its own row."""
     summary, rows, header = None, [], None
     for name in schedulers:
-        src = name
+        src = name.split("@")[0]
         d = os.path.join(tdir, "runs", name)
         if not os.path.exists(os.path.join(d, "summary.json")) and name in ALIASES:
             src = ALIASES[name]
