@@ -63,6 +63,10 @@ def test_override_and_bad_value():
     assert s.calls == pytest.approx([0.0, 0.5, 1.0, 1.5])
     with pytest.raises(SimulationError, match="reschedule_on"):
         simulate(topo, _workload(), HalfRate(topo, "flow"), reschedule_on="packet")
+    typo = HalfRate(topo, "flow")
+    typo.reads_progress = "coflows"
+    with pytest.raises(SimulationError, match="reads_progress.*'coflows'"):
+        simulate(topo, _workload(), typo)
 
 
 def test_defaults_follow_the_papers():

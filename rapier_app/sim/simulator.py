@@ -31,6 +31,8 @@ from ..scheduling.base import Scheduler
 
 BITS = 8.0
 _UNSET = object()  # "no validated path yet" (a path may legitimately be None)
+#: The values of ``Scheduler.reads_progress`` the simulator knows (see its docstring).
+READS_PROGRESS = (True, False, "arrivals", "bytes", "coflow", "vector")
 #: Relative slack on link capacity before a schedule counts as over capacity.
 CAPACITY_SLACK = 1e-6
 
@@ -117,6 +119,10 @@ class Simulator:
             (a coflow has a flow without bandwidth), the next flow completion is a
             decision point too, so nothing deadlocks.
 
+    Raises:
+        SimulationError: ``reschedule_on`` or the scheduler's ``reads_progress`` is
+            not a known value (at construction).
+
     Raises (from :meth:`run`):
         SimulationError: a path that does not exist or does not join the flow's
             endpoints, a link over capacity, or flows left with no bandwidth and no
@@ -146,6 +152,10 @@ class Simulator:
             getattr(scheduler, "reschedule_on", "flow")
         if mode not in ("flow", "coflow"):
             raise SimulationError(f"reschedule_on: must be 'flow' or 'coflow', got {mode!r}")
+        rp = getattr(scheduler, "reads_progress", True)
+        if rp not in READS_PROGRESS:
+            raise SimulationError(f"reads_progress: scheduler {scheduler.name} has {rp!r}; "
+                                  f"must be one of {READS_PROGRESS}")
         self.reschedule_on = mode
 
     def run(self) -> SimResult:
@@ -193,8 +203,7 @@ class Simulator:
         # here per coflow serial instead of in every flow's counter
         reads_coflow = rp == "coflow"
         sticky = bool(getattr(self.scheduler, "sticky_paths", False))
-        cof_sent = np.zeros(len(self.specs))
-        serial: Dict[str, int] = {}
+        cof_sent = np.zeros(len(self.specs))  # per coflow serial (arrival order)
         arrived = False
         # Per active position: the last validated path (a tuple; _UNSET: none);
         # positions move only when flows finish.
@@ -225,7 +234,6 @@ class Simulator:
                 spec = arrivals[ai]
                 cs = CoflowState(spec, self.policy)
                 active[spec.coflow_id] = cs
-                serial[spec.coflow_id] = ai
                 if reads_coflow:
                     cs._sent = 0.0
                 k = len(cs.flows)
@@ -468,7 +476,9 @@ class Simulator:
                     act_dirty = True
             now = t_next
             if reads_coflow:
-                for c, v in zip(states, cof_sent[[serial[c.coflow_id] for c in states]].tolist()):
+                # a coflow's serial is cof_of of any of its flows
+                ser = cof_of[[c.flows[0]._sim_idx for c in states]]
+                for c, v in zip(states, cof_sent[ser].tolist()):
                     c._sent = v
             if not touched:
                 continue
