@@ -62,6 +62,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", type=int, default=0,
                     help="drop the first N coflows; time starts at the next arrival")
     a = ap.parse_args(argv)
+    if a.skip < 0:
+        raise SystemExit(f"--skip: must be >= 0, got {a.skip}")
     if not os.path.exists(a.trace):
         raise SystemExit(f"trace: {a.trace} does not exist")
     tr = read_trace(a.trace)
@@ -73,6 +75,9 @@ def main(argv=None) -> int:
         n = None if lim == "all" else int(lim)
         cfs = trace_to_coflows(tr, mapping, n)
         if a.skip:
+            if a.skip >= len(cfs):
+                raise SystemExit(f"--skip: {a.skip} drops all {len(cfs)} coflows of the "
+                                 f"prefix {lim}")
             cfs = sorted(cfs, key=lambda c: (c.arrival_s, c.coflow_id))[a.skip:]
             t0 = cfs[0].arrival_s if cfs else 0.0
             cfs = [dataclasses.replace(c, arrival_s=c.arrival_s - t0) for c in cfs]
