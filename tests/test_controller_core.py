@@ -400,10 +400,12 @@ def test_flow_completion_reschedules_only_in_flow_mode(ls, mode, decisions):
 
 
 def test_reschedule_mode_auto_follows_the_scheduler(ls):
-    assert make_core(Settings(scheduler="rapier", agent_url="")).reschedule_mode() == "coflow"
+    # RAPIER and Varys decide at every flow completion (work conservation between
+    # coflow events); the setting can still restrict them to coflow events
+    assert make_core(Settings(scheduler="rapier", agent_url="")).reschedule_mode() == "flow"
     assert make_core(Settings(scheduler="baseline", agent_url="")).reschedule_mode() == "flow"
-    core = make_core(Settings(scheduler="rapier", agent_url="", reschedule_on="flow"))
-    assert core.reschedule_mode() == "flow"
+    core = make_core(Settings(scheduler="rapier", agent_url="", reschedule_on="coflow"))
+    assert core.reschedule_mode() == "coflow"
 
 
 def test_rapier_end_to_end_through_the_core(ls):

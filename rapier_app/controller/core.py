@@ -120,11 +120,14 @@ class Settings:
         seed: scheduler seed (ECMP hashing).
         max_paths: cap on candidate paths per host pair (0: the whole ECMP set).
         reschedule_on: when a flow finishes without ending its coflow, ``"flow"``
-            calls the scheduler again; ``"coflow"`` keeps the last decision for the
-            remaining flows (only the finished flow's rules and rate go), as the
-            simulator does; ``"auto"`` (default) follows the scheduler's own
-            ``reschedule_on`` (``coflow`` for RAPIER and Varys, RAPIER Section IV-C:
-            Algorithm 1 runs when a coflow arrives or finishes).
+            calls the scheduler again (RAPIER and Varys then run only their
+            work-conservation pass, which hands the finished flow's bandwidth to
+            the surviving flows, and the new rates are pushed); ``"coflow"`` keeps
+            the last decision for the remaining flows (only the finished flow's
+            rules and rate go); ``"auto"`` (default) follows the scheduler's own
+            ``reschedule_on`` (``flow`` for RAPIER and Varys: Algorithm 1 / SEBF +
+            MADD run in full when a coflow arrives or finishes, RAPIER Section
+            IV-C, work conservation alone at the other flow completions).
     """
 
     scheduler: str = "rapier"
@@ -1059,6 +1062,19 @@ class ControllerCore:
         f.bytes_sent = f.spec.size_bytes
         f.finish_s = t
         f.rate_bps = 0.0
+        # The scheduler's hook (RAPIER and Varys note the flow for their next
+        # work-conservation pass).  Optional: any object with schedule() is a
+        # scheduler here.  A failing hook must not abort the flow-stats reply half
+        # way (the flow is already marked done, its coflow would never be closed):
+        # it is logged, and the next decision still sees the flow finished.
+        hook = getattr(self.scheduler, "flows_finished", None)
+        if hook is not None:
+            try:
+                hook([f])
+            except Exception as exc:  # noqa: BLE001 -- same policy as reschedule()
+                msg = f"scheduler {self.settings.scheduler} flows_finished failed: {exc!r}"
+                self._log("error", "%s", msg)
+                self.errors.append(f"{t:.3f}: {msg}")
         self._log("info", "flow %s done at %.3f s", f.flow_id, t)
 
     def reschedule_mode(self) -> str:

@@ -45,7 +45,9 @@ class Scheduler:
             False, and the simulator skips writing those fields back at every event
             (finished flows still get their final ``bytes_sent`` and ``finish_s``);
             ``"arrivals"``: only ``bytes_sent``, and only at decision points where a
-            coflow arrived; ``"bytes"``: only ``bytes_sent``, at every decision point;
+            coflow arrived; ``"coflow-events"``: only ``bytes_sent``, at decision
+            points where a coflow arrived or completed (RAPIER and Varys: their full
+            passes; flow completions only re-hand freed capacity); ``"bytes"``: only ``bytes_sent``, at every decision point;
             ``"coflow"``: only each coflow's total (``CoflowState.bytes_sent``), at
             every decision point (Aalo's coordinator view), while unfinished flows'
             own counters stay unwritten; ``"vector"``: the simulator hands the
@@ -78,6 +80,12 @@ class Scheduler:
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Decide paths and rates for every active flow of ``coflows`` at ``now`` (s)."""
         raise NotImplementedError
+
+    def flows_finished(self, flows: Sequence[FlowState]) -> None:
+        """Hook: ``flows`` finished since the last :meth:`schedule` call.  The
+        simulator and the controller call it before the next decision; schemes that
+        keep per-flow state between decisions (RAPIER and Varys work conservation)
+        use it to avoid scanning every flow.  Default: nothing."""
 
     def next_wakeup(self, now: float) -> Optional[float]:
         """Absolute time (s) of the next periodic decision this scheme wants, or None."""

@@ -21,6 +21,7 @@ from topologies import Topology
 
 from ..core.model import Allocation, CoflowState, FlowState, Schedule
 from .base import Scheduler, SchedulerError, max_min_fair, max_min_fair_flat, register
+from .conserve import WorkConservation
 
 BITS = 8.0
 
@@ -326,13 +327,38 @@ class Varys(_Routed):
     capacities left by earlier coflows, so that all of C's flows finish together; a
     coflow with a flow on a saturated link (Gamma' infinite) gets no MADD rate.
     Work conservation then hands residual bandwidth to flows greedily in SEBF order.
-    Recomputed at every coflow arrival and completion (Varys's coordinator
-    reallocates on those events, Varys Section 5; ``reschedule_on = "coflow"``), hence
-    preemptive; bandwidth freed by a single flow waits for the next such event.  On
-    a big switch the links are exactly Varys's ingress/egress ports.
+    SEBF and MADD are recomputed at every coflow arrival and completion (Varys's
+    coordinator reallocates on those events, Varys Section 5), hence preemptive.  At
+    every other flow completion the survivors keep their paths and rates and the
+    same greedy work conservation hands out the bandwidth the finished flows freed
+    (:class:`~rapier_app.scheduling.conserve.WorkConservation`), so no link with a
+    waiting flow on it idles between coflow events.  On a big switch the links are
+    exactly Varys's ingress/egress ports.
+
+    Args:
+        topology, seed, max_paths, routes: as :class:`_Routed`.
+        incremental: True (default): flow completions run only the work-conservation
+            pass; False: every call is a full SEBF + MADD pass.
     """
 
-    reschedule_on = "coflow"
+    reschedule_on = "flow"
+    #: bytes sent are read only at full passes (coflow arrivals and completions)
+    reads_progress = "coflow-events"
+
+    def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
+                 routes: Optional[Mapping[str, Sequence[str]]] = None,
+                 incremental: bool = True):
+        super().__init__(topology, seed, max_paths, routes)
+        self.incremental = bool(incremental)
+        if not self.incremental:
+            self.reads_progress = True  # every call is a full pass: fresh counters
+        self._wc = None
+        self.stats = {"full_passes": 0, "wc_passes": 0}
+
+    def flows_finished(self, flows: Sequence[FlowState]) -> None:
+        """Forward finished flows to the work-conservation state (see the base class)."""
+        if self._wc is not None:
+            self._wc.flows_finished(flows)
 
     def sebf_order(self, coflows: Sequence[CoflowState], paths: Dict[str, tuple]) -> List[CoflowState]:
         topo = self.topology
@@ -355,6 +381,10 @@ class Varys(_Routed):
         cap = topo.capacity
         L = len(cap)
         active = [c for c in coflows if c.active_flows()]
+        if self.incremental and self._wc is not None and self._wc.matches(active):
+            self.stats["wc_passes"] += 1
+            return self._wc.flow_event()
+        self.stats["full_passes"] += 1
         flows, paths, links, lens, all_links, sizes, lpy = self._active_routes(active)
         # remaining bytes exactly as FlowState.remaining_bytes (Varys is clairvoyant)
         sent = np.fromiter(map(_SENT, flows), float, len(flows))
@@ -417,6 +447,11 @@ class Varys(_Routed):
                         rl[i] += extra
                         for l in ls:
                             res[l] -= extra
-        return Schedule.from_vectors(flows, paths, np.array(rl, dtype=float),
-                                     order=[active[k].coflow_id for k in order_k],
-                                     tuple_paths=True)
+        order = [active[k].coflow_id for k in order_k]
+        final = np.array(rl, dtype=float)
+        if self.incremental:
+            visit = (np.concatenate([np.arange(int(bounds[k]), int(bounds[k + 1]))
+                                     for k in order_k]) if order_k else np.zeros(0, np.int64))
+            self._wc = WorkConservation(cap, active, flows, paths, lpy, final, visit,
+                                        order=order)
+        return Schedule.from_vectors(flows, paths, final, order=order, tuple_paths=True)

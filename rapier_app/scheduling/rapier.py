@@ -68,12 +68,15 @@ from topologies import Topology
 
 from ..core.model import Allocation, CoflowState, FlowState, Schedule
 from .base import Scheduler, SchedulerError, register
+from .conserve import WorkConservation
 
 BITS = 8.0
 MEGA = 1e6
 
 #: topology -> {(src, dst, max_paths): (paths, link matrix)}; topologies are frozen.
 _PAIR_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+#: topology -> {id(candidate list): (candidate list, links all its paths cross)}
+_MAND_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class LPError(RuntimeError):
@@ -99,6 +102,9 @@ class CoflowPlan:
         paths: per active flow, its chosen path (same order as ``rem_bytes``).
         r_lidx, r_lens: the chosen paths' link indices, concatenated, and the number
             of links per path (int arrays).
+        mand_links, mand_bits: (``route_on="reserved"``) links every candidate path
+            of some flow crosses and the bits on them (a routing-independent lower
+            bound on the load; Algorithm 1 skips re-planning with it).
     """
 
     t_s: float
@@ -114,6 +120,8 @@ class CoflowPlan:
     paths: Optional[list] = None
     r_lidx: Optional[np.ndarray] = None
     r_lens: Optional[np.ndarray] = None
+    mand_links: Optional[np.ndarray] = None
+    mand_bits: Optional[np.ndarray] = None
 
 
 _SENT = operator.attrgetter("bytes_sent")
@@ -132,7 +140,8 @@ class _CoflowArrays:
     """
 
     __slots__ = ("act", "fids", "flows", "n", "sizes", "cand", "mats", "uniform_mats",
-                 "all_links", "fid_rank", "n_cand", "struct", "topo", "_room", "comm")
+                 "all_links", "fid_rank", "n_cand", "struct", "topo", "_room", "comm",
+                 "_mand")
 
     def __init__(self, act: List[FlowState], fids: tuple, cinfo: Optional[list],
                  topo: Topology, _from: Optional[tuple] = None):
@@ -161,6 +170,7 @@ class _CoflowArrays:
         self.struct = None
         self.comm = None  # Commodities of LP (4), False: none share one
         self._room = None
+        self._mand = None
 
     def subset(self, act: List[FlowState], fids: tuple, keep: List[bool]) -> "_CoflowArrays":
         """The arrays of the flows ``keep`` selects (``act``, in the same order)."""
@@ -186,6 +196,39 @@ class _CoflowArrays:
             ls = [topo.path_links(p) for p in paths]
         lens = np.fromiter(map(len, ls), np.int64, len(ls))
         return paths, (np.concatenate(ls) if ls else np.zeros(0, np.int64)), lens
+
+    def mandatory_load(self, vols_bits: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Links every candidate path of a flow crosses (a single-homed host's first
+        and last link; every link of a single-path flow) and the bits the flows put
+        on them whatever the routing: ``(links, bits)``, sorted unique links.  A lower
+        bound on any routing's load there."""
+        if self._mand is None:
+            ent_flow, ent_link = [], []
+            cache = _MAND_CACHE.setdefault(self.topo, {})
+            for j, (ps, m) in enumerate(zip(self.cand, self.mats)):
+                got = cache.get(id(ps))
+                if got is None or got[0] is not ps:
+                    if m is None:
+                        sets = [set(self.topo.path_links(p).tolist()) for p in ps]
+                        common = sorted(set.intersection(*sets)) if sets else []
+                    else:
+                        common = [int(x) for x in np.unique(m[0])
+                                  if (m == x).any(axis=1).all()]
+                    got = (ps, common)
+                    if len(cache) > 200_000:
+                        cache.clear()
+                    cache[id(ps)] = got
+                common = got[1]
+                ent_flow.extend([j] * len(common))
+                ent_link.extend(common)
+            self._mand = (np.array(ent_flow, dtype=np.int64),
+                          np.array(ent_link, dtype=np.int64))
+        ef, el = self._mand
+        if not el.size:
+            return el, np.zeros(0)
+        load = np.bincount(el, weights=vols_bits[ef])
+        links = np.unique(el)
+        return links, load[links]
 
     def cand_links(self, j: int) -> list:
         """Flow j's candidate paths' link indices, as lists of ints."""
@@ -324,13 +367,31 @@ class LP4Structure:
         self.var_lb = np.zeros(self.n_cols)
         self.var_ub = np.full(self.n_cols, np.inf)
 
-    def matrix(self, volumes_bits: Sequence[float]):
+    def matrix(self, volumes_bits: Sequence[float],
+               reserved_bits: Optional[np.ndarray] = None):
         """The constraint matrix (scipy CSR, shared and overwritten by the next call)
-        for per-flow volumes in bits."""
+        for per-flow volumes in bits.
+
+        ``reserved_bits`` (per topology link, bits) adds the term alpha * B_l to each
+        (4a) row: the volume that coflows ahead in Algorithm 1's order still have to
+        send over link l (see :func:`solve_lp4`).  Zero entries add nothing, so with
+        no reservation the matrix is exactly the plain LP (4)'s."""
         vol_m = np.asarray(volumes_bits, dtype=float) / MEGA
         vals = np.concatenate([self._const, vol_m[self._entry_flow]])
         self._mat.data = vals[self._perm]
-        return self._mat
+        if reserved_bits is None:
+            return self._mat
+        b = np.asarray(reserved_bits, dtype=float)[self.link_of_row] / MEGA
+        nz = np.flatnonzero(b > 0)
+        if not nz.size:
+            return self._mat
+        import scipy.sparse as sp
+
+        extra = sp.csr_matrix((b[nz], (self.n + nz, np.zeros(nz.size, np.int64))),
+                              shape=self._mat.shape)
+        out = (self._mat + extra).tocsr()
+        out.sort_indices()
+        return out
 
     def row_ub(self, residual: np.ndarray) -> np.ndarray:
         """Row upper bounds: 0 for (4b) rows, R_l in Mbit/s (negative -> 0) for (4a)."""
@@ -339,7 +400,8 @@ class LP4Structure:
 
 
 def _solve(st: "LP4Structure", capacity: np.ndarray, volumes_bits, solver_name: str,
-           time_limit_s: Optional[float], what: str) -> Tuple[np.ndarray, float, float]:
+           time_limit_s: Optional[float], what: str,
+           reserved_bits: Optional[np.ndarray] = None) -> Tuple[np.ndarray, float, float]:
     """Fill OR-Tools' model_builder from ``st`` (row bounds from ``capacity`` in
     bit/s, coefficients from ``volumes_bits``), maximise alpha and return (variable
     values, fill seconds, solve seconds).
@@ -352,7 +414,8 @@ def _solve(st: "LP4Structure", capacity: np.ndarray, volumes_bits, solver_name: 
     t0 = time.perf_counter()
     helper = mbh.ModelBuilderHelper()
     helper.fill_model_from_sparse_data(st.var_lb, st.var_ub, st.obj, st.row_lb,
-                                       st.row_ub(capacity), st.matrix(volumes_bits))
+                                       st.row_ub(capacity),
+                                       st.matrix(volumes_bits, reserved_bits))
     helper.set_maximize(True)
     solver = mbh.ModelSolverHelper(solver_name)
     if not solver.solver_is_supported():
@@ -373,12 +436,21 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
               paths: Sequence[Sequence[tuple]], residual: np.ndarray,
               solver_name: str = "GLOP", time_limit_s: Optional[float] = None,
               link_mats: Optional[Sequence[np.ndarray]] = None,
-              structure: Optional[LP4Structure] = None
+              structure: Optional[LP4Structure] = None,
+              reserved_bits: Optional[np.ndarray] = None
               ) -> Tuple[float, List[np.ndarray], float, float]:
     """Solve the LP relaxation (4) of RAPIER for one coflow.
 
     maximize alpha  s.t.  sum_j sum_{k: l in p_jk} v_j m_jk <= R_l  (4a),
     sum_k m_jk = alpha  (4b),  m_jk >= 0  (4c).
+
+    With ``reserved_bits`` B (bits per link), (4a) becomes
+    sum v_j m_jk + alpha * B_l <= R_l: routing on the capacity left over by the
+    coflows ahead in Algorithm 1's order.  With t = 1/alpha and x = m / alpha it
+    reads load_l(x) + B_l <= R_l * t: by time t link l must carry the B_l bits
+    committed ahead of this coflow and this coflow's own, so alpha* is the
+    coflow's earliest completion time behind those commitments (``rapier``'s
+    default reading of Algorithm 2 line 2, see the module docstring).
 
     The model is filled from sparse arrays through OR-Tools' ``model_builder``
     (one call; about 20x cheaper than per-variable ``pywraplp`` calls), with the
@@ -396,6 +468,7 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
             lookups; the model is the same).
         structure: optional :class:`LP4Structure` of these flows and paths, reused
             from an earlier call (the model is the same as one built afresh).
+        reserved_bits: optional B_l per link in bits (None or zeros: plain (4)).
 
     Returns:
         (alpha in 1/s, per-flow arrays of m_jk in 1/s, build seconds, solve seconds).
@@ -409,19 +482,20 @@ def solve_lp4(topology: Topology, volumes_bits: Sequence[float],
         import scipy.sparse  # noqa: F401
     except ImportError:  # pragma: no cover - scipy is a declared dependency
         return solve_lp4_reference(topology, volumes_bits, paths, residual,
-                                   solver_name, time_limit_s)
+                                   solver_name, time_limit_s, reserved_bits)
     t0 = time.perf_counter()
     st = structure if structure is not None else LP4Structure(topology, paths, link_mats)
     t1 = time.perf_counter()
     x, fill_s, solve_s = _solve(st, residual, volumes_bits, solver_name, time_limit_s,
-                                f"{len(volumes_bits)} flows")
+                                f"{len(volumes_bits)} flows", reserved_bits)
     ms = np.split(x[1:], np.cumsum(st.n_paths)[:-1]) if st.n else []
     return float(x[0]), list(ms), t1 - t0 + fill_s, solve_s
 
 
 def solve_lp4_reference(topology: Topology, volumes_bits: Sequence[float],
                         paths: Sequence[Sequence[tuple]], residual: np.ndarray,
-                        solver_name: str = "GLOP", time_limit_s: Optional[float] = None
+                        solver_name: str = "GLOP", time_limit_s: Optional[float] = None,
+                        reserved_bits: Optional[np.ndarray] = None
                         ) -> Tuple[float, List[np.ndarray], float, float]:
     """LP (4) built variable by variable through ``pywraplp`` (the original, slow
     build; kept as the reference for tests and the benchmark).  Same arguments,
@@ -453,6 +527,8 @@ def solve_lp4_reference(topology: Topology, volumes_bits: Sequence[float],
         m_vars.append(mv)
     for l, terms in rows.items():
         c = solver.Constraint(-inf, max(float(residual[l]), 0.0) / MEGA)
+        if reserved_bits is not None and reserved_bits[l] > 0:
+            c.SetCoefficient(alpha, float(reserved_bits[l]) / MEGA)
         for m, vm in terms:
             c.SetCoefficient(m, c.GetCoefficient(m) + vm)
     solver.Maximize(alpha)
@@ -524,7 +600,8 @@ def lp4_commodities(link_mats: Sequence[np.ndarray]) -> Optional[Commodities]:
 def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.ndarray],
                          capacity: np.ndarray, solver_name: str = "GLOP",
                          time_limit_s: Optional[float] = None,
-                         commodities: Optional[Commodities] = None
+                         commodities: Optional[Commodities] = None,
+                         reserved_bits: Optional[np.ndarray] = None
                          ) -> Optional[Tuple[float, List[np.ndarray], float, float, int]]:
     """LP (4) for one coflow, solved on commodities instead of flows, returning an
     optimal solution of the per-flow LP (4).
@@ -549,6 +626,8 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
         link indices as a (paths x hops) int array; capacity: R_l per link (bit/s);
         solver_name, time_limit_s: as :func:`solve_lp4`.
         commodities: optional :func:`lp4_commodities` of these flows, reused.
+        reserved_bits: optional B_l per link in bits, as :func:`solve_lp4` (host
+            links: alpha * (V_h + B_h) <= R_h).
 
     Returns:
         (alpha in 1/s, per-flow m_jk arrays in 1/s, build s, solve s, commodities),
@@ -575,7 +654,8 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
     if hosts.size:
         hl = np.bincount(hosts, weights=hv, minlength=len(capacity))
         used = np.flatnonzero(hl > 0)
-        alpha_ub = float(np.min(np.maximum(capacity[used], 0.0) / MEGA / (hl[used] / MEGA)))
+        den = hl[used] if reserved_bits is None else hl[used] + reserved_bits[used]
+        alpha_ub = float(np.min(np.maximum(capacity[used], 0.0) / MEGA / (den / MEGA)))
     lp_rows = cm.lp_rows
     m_g: List[Optional[np.ndarray]] = [None] * G
     solve_s = 0.0
@@ -588,7 +668,7 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
         st.var_ub[0] = alpha_ub
         t1 = time.perf_counter()
         x, fill_s, solve_s = _solve(st, capacity, V[lp_rows], solver_name, time_limit_s,
-                                    f"{G} commodities of {n} flows")
+                                    f"{G} commodities of {n} flows", reserved_bits)
         t1 += fill_s
         alpha = float(x[0])
         for g, mg in zip(lp_rows, np.split(x[1:], np.cumsum(st.n_paths)[:-1])):
@@ -636,9 +716,17 @@ class Rapier(Scheduler):
         solver: OR-Tools LP solver id for (4), "GLOP" by default (chosen by
             measurement: ``rapier-bench``; PDLP is slower and rounds worse).
         lp_time_limit_s: time limit per LP solve in seconds (None: no limit).
-        route_on: capacities that LP (4) routes on: ``"residual"`` (R of Alg. 1,
-            the paper's text) or ``"full"`` (each coflow routed as in an empty network,
-            rates from model (2) on the residual capacities).
+        route_on: what LP (4) routes on (module docstring): ``"reserved"`` (default:
+            full capacities minus, over the coflow's horizon, the volume that coflows
+            ahead in Algorithm 1's order still send over each link), ``"residual"``
+            (the residual rates R of Alg. 1 read literally) or ``"full"`` (each coflow
+            routed as in an empty network); rates always come from model (2) on R.
+        incremental: True (default): at a flow completion that ends no coflow (the
+            same live coflows as the last call), the survivors keep their paths and
+            rates and Algorithm 3 hands out the freed capacity
+            (:class:`~rapier_app.scheduling.conserve.WorkConservation`); Algorithm 1
+            runs in full at coflow arrivals and completions.  False: every call is a
+            full pass.
         fast: True (default) for the exact fast path: an LP is solved again only
             when its inputs changed (a coflow's LP on full capacities depends only on
             its remaining volumes, so it is reused within a pass and across passes
@@ -666,18 +754,27 @@ class Rapier(Scheduler):
 
     clairvoyant = True
     #: Section IV-C: Algorithm 1 "is invoked whenever a new coflow comes or an
-    #: existing coflow finishes"; bandwidth a single flow frees waits for that.
-    reschedule_on = "coflow"
+    #: existing coflow finishes"; at every other flow completion Algorithm 3 alone
+    #: hands out the bandwidth the flow freed (``incremental``).
+    reschedule_on = "flow"
+    #: bytes sent are read only at full passes (coflow arrivals and completions)
+    reads_progress = "coflow-events"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  delta_s: float = 10.0, solver: str = "GLOP",
-                 lp_time_limit_s: Optional[float] = None, route_on: str = "full",
+                 lp_time_limit_s: Optional[float] = None, route_on: str = "reserved",
                  fast: bool = True, aggregate: Optional[bool] = None,
-                 aggregate_min_paths: int = 50_000):
+                 aggregate_min_paths: int = 50_000, incremental: bool = True):
         super().__init__(topology, seed, max_paths)
-        if route_on not in ("residual", "full"):
-            raise SchedulerError(f"route_on: must be 'residual' or 'full', got {route_on!r}")
+        if route_on not in ("reserved", "residual", "full"):
+            raise SchedulerError(f"route_on: must be 'reserved', 'residual' or 'full', "
+                                 f"got {route_on!r}")
         self.route_on = route_on
+        self.incremental = bool(incremental)
+        if not self.incremental:
+            self.reads_progress = True  # every call is a full pass: fresh counters
+        self._wc: Optional[WorkConservation] = None
+        self._plinks: Dict[tuple, tuple] = {}
         if delta_s < 0:
             raise SchedulerError(f"delta_s: must be >= 0, got {delta_s}")
         if lp_time_limit_s is not None and lp_time_limit_s <= 0:
@@ -702,7 +799,12 @@ class Rapier(Scheduler):
         # ragged); shared by every RAPIER instance on the same topology object.
         self._cand: Dict[tuple, tuple] = _PAIR_CACHE.setdefault(topology, {})
         self.stats = {"lp_solves": 0, "lp_build_s": 0.0, "lp_solve_s": 0.0, "passes": 0,
-                      "lp_reused": 0}
+                      "lp_reused": 0, "wc_passes": 0, "lb_skips": 0}
+
+    def flows_finished(self, flows: Sequence[FlowState]) -> None:
+        """Forward finished flows to the work-conservation state (see the base class)."""
+        if self._wc is not None:
+            self._wc.flows_finished(flows)
 
     # -- helpers --------------------------------------------------------------------
     def _candidates(self, f: FlowState) -> tuple:
@@ -722,9 +824,11 @@ class Rapier(Scheduler):
                      usable: List[List[tuple]], lp_cap: np.ndarray,
                      link_mats: Optional[list] = None,
                      structure: Optional[LP4Structure] = None,
-                     carr: Optional["_CoflowArrays"] = None) -> tuple:
-        """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` and round. Returns
-        (routes, lp_alpha, build_s, solve_s)."""
+                     carr: Optional["_CoflowArrays"] = None,
+                     reserved: Optional[np.ndarray] = None) -> tuple:
+        """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` (with ``reserved`` bits per link,
+        see :func:`solve_lp4`) and round. Returns (routes, lp_alpha, build_s,
+        solve_s)."""
         if all(len(ps) == 1 for ps in usable):
             return dict(zip([f.flow_id for f in flows], [ps[0] for ps in usable])), \
                 None, 0.0, 0.0
@@ -738,7 +842,8 @@ class Rapier(Scheduler):
                     carr.comm = lp4_commodities(link_mats) or False
                 cm = carr.comm
             agg = None if cm is False else solve_lp4_aggregated(
-                vols, link_mats, lp_cap, self.solver, self.lp_time_limit_s, cm or None)
+                vols, link_mats, lp_cap, self.solver, self.lp_time_limit_s, cm or None,
+                reserved)
         if agg is not None:
             lp_alpha, ms, build_s, solve_s, _ = agg
             self.stats["lp_solves"] += 1
@@ -748,7 +853,7 @@ class Rapier(Scheduler):
                     build_s, solve_s)
         lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
                                                    self.solver, self.lp_time_limit_s,
-                                                   link_mats, structure)
+                                                   link_mats, structure, reserved)
         self.stats["lp_solves"] += 1
         self.stats["lp_build_s"] += build_s
         self.stats["lp_solve_s"] += solve_s
@@ -790,16 +895,23 @@ class Rapier(Scheduler):
         return e
 
     # -- Algorithm 2 ----------------------------------------------------------------
-    def minimum_cct(self, coflow: CoflowState, residual: np.ndarray) -> CoflowPlan:
-        """Algorithm 2: minimum CCT of ``coflow`` given residual capacities R (bit/s).
+    def minimum_cct(self, coflow: CoflowState, residual: np.ndarray,
+                    reserved: Optional[np.ndarray] = None) -> CoflowPlan:
+        """Algorithm 2: minimum CCT of ``coflow`` given residual capacities R (bit/s)
+        and, for ``route_on="reserved"``, the bits ``reserved`` per link by coflows
+        ahead of it in Algorithm 1's order (None: nothing ahead).
 
-        Returns a :class:`CoflowPlan` (t_s = inf, alpha = 0 when a flow has no usable
-        path or a routed link has no residual capacity).
+        Returns a :class:`CoflowPlan`.  Its ``alpha`` is model (2) on R for the
+        chosen routes (0 when a routed link has no residual capacity); its ``t_s``
+        (Algorithm 1's ordering key) is 1/alpha for ``"full"`` and ``"residual"``
+        (inf when alpha = 0 or a flow has no usable path) and, for ``"reserved"``,
+        max over routed links of (B_l + load_l) / C_l: the coflow's completion time
+        behind the commitments ahead of it (finite even when alpha = 0).
 
         Raises:
             LPError: the LP (4) failed or hit its time limit.
 
-        Source: RAPIER Section IV-B, Algorithm 2.
+        Source: RAPIER Section IV-B, Algorithm 2 (readings: module docstring).
         """
         topo = self.topology
         e = self._coflow_arrays(coflow)
@@ -809,10 +921,17 @@ class Rapier(Scheduler):
         vols_arr = rem * BITS
         cid = coflow.coflow_id
         cand, mats, all_links = e.cand, e.mats, e.all_links
-        full = self.route_on == "full" or bool(np.array_equal(residual, topo.capacity))
+        mode = self.route_on
+        res_b = None
+        key = vols_arr.tobytes()
+        if mode == "reserved" and reserved is not None:
+            rb = reserved[all_links]
+            if np.any(rb > 0):
+                res_b = reserved
+                key += rb.tobytes()
+        full = mode in ("full", "reserved") or bool(np.array_equal(residual, topo.capacity))
         lp_cap = topo.capacity if full else residual
         cached = self._full_routes.get(cid) if (full and self.fast) else None
-        key = vols_arr.tobytes()
         if cached is not None and cached[0] == key and cached[1] is e:
             _, _, routes, lp_alpha, build_s, solve_s, ra = cached
             self.stats["lp_reused"] += 1
@@ -845,7 +964,7 @@ class Rapier(Scheduler):
                 e.struct = struct
             routes, lp_alpha, build_s, solve_s = self._route_by_lp(
                 flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None,
-                e if usable is cand else None)
+                e if usable is cand else None, res_b)
             ra = e.route_arrays(routes, topo)
             if full and self.fast:
                 self._full_routes[cid] = (key, e, routes, lp_alpha, build_s, solve_s, ra)
@@ -855,123 +974,258 @@ class Rapier(Scheduler):
         ll = np.flatnonzero(load > 0)
         lb = load[ll]
         alpha = alpha_from_load(ll, lb, residual)
-        t = math.inf if alpha <= 0 else 1.0 / alpha
-        return CoflowPlan(t, alpha, routes, lp_alpha, all_links, build_s, solve_s, ll, lb,
+        if mode == "reserved":
+            tot = lb if reserved is None else lb + reserved[ll]
+            t = float(np.max(tot / topo.capacity[ll])) if ll.size else 0.0
+        else:
+            t = math.inf if alpha <= 0 else 1.0 / alpha
+        plan = CoflowPlan(t, alpha, routes, lp_alpha, all_links, build_s, solve_s, ll, lb,
                           rem_bytes=rem, paths=paths, r_lidx=r_lidx, r_lens=r_lens)
+        if mode == "reserved":
+            plan.mand_links, plan.mand_bits = e.mandatory_load(vols_arr)
+        return plan
+
+    def _revalidate(self, cid: str, plan: CoflowPlan, seen: dict, residual: np.ndarray,
+                    reserved: Optional[np.ndarray]) -> Optional[CoflowPlan]:
+        """``plan`` brought up to date with R and B, or None when its LP must be
+        solved again (its inputs changed).  Exact: Algorithm 2 on the same inputs
+        gives the same routes."""
+        dep, was, bdep, bwas = seen[cid]
+        if reserved is not None and np.any(reserved[bdep] != bwas):
+            return None
+        if np.any(residual[dep] < was):
+            if self.route_on in ("full", "reserved") and plan.load_links is not None:
+                # routes do not depend on R: only model (2) changes
+                a = alpha_from_load(plan.load_links, plan.load_bits, residual)
+                plan.alpha = a
+                if self.route_on == "full":
+                    plan.t_s = math.inf if a <= 0 else 1.0 / a
+                seen[cid] = (dep, residual[dep], bdep, bwas)
+            else:
+                return None
+        return plan
 
     # -- Algorithm 1 ----------------------------------------------------------------
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Algorithm 1 (MinimizeMeanCCT) followed by Algorithm 3, at time ``now`` (s).
 
-        Returns the :class:`Schedule` (path and rate in bit/s per active flow; the
+        At a flow completion that ended no coflow (``incremental``), only Algorithm 3
+        runs, on the capacity the finished flows freed.  Otherwise a full pass:
+        returns the :class:`Schedule` (path and rate in bit/s per active flow; the
         order in which Algorithm 1 picked coflows in ``order``; LP failures in
         ``fallback``; per-coflow minimum CCTs in ``info["t_min_s"]``).  Per-coflow
-        work runs on arrays (one entry per flow), with every sum and subtraction in
-        the same order as the per-flow formulation.
+        work runs on arrays (one entry per flow).  With ``route_on="reserved"`` a
+        coflow whose plan went stale is re-planned only if a lower bound on its
+        CCT (its host links' load behind the reserved bits) could still beat the
+        best plan of the round: the pick is the same as re-planning every coflow.
         Source: RAPIER Section IV-C, Algorithm 1.
         """
         topo = self.topology
-        self.stats["passes"] += 1
         for cid in self._served_prev:
             self._last_served[cid] = now
         active = [c for c in coflows if c.active_flows()]
+        if self.incremental and self._wc is not None and self._wc.matches(active):
+            self.stats["wc_passes"] += 1
+            return self._wc.flow_event()
+        self.stats["passes"] += 1
         live = {c.coflow_id for c in active}
         for d in (self._last_served, self._full_routes, self._carr):
             for cid in [k for k in d if k not in live]:
                 del d[cid]
         if len(self._cand) > 200_000:  # bound memory on huge fabrics
             self._cand.clear()
+        if len(self._plinks) > 500_000:
+            self._plinks.clear()
 
         def wait(c: CoflowState) -> float:
             return now - self._last_served.get(c.coflow_id, c.arrival_s)
 
         pending = sorted(active, key=lambda c: (-wait(c), c.arrival_s, c.coflow_id))
         residual = topo.capacity.astype(float).copy()
+        reserved = np.zeros(len(residual)) if self.route_on == "reserved" else None
         plans: Dict[str, CoflowPlan] = {}
         fallback: Dict[str, str] = {}
         rates_c: Dict[str, np.ndarray] = {}
         paths_c: Dict[str, list] = {}
         order: List[str] = []
-        # Fast path: per coflow, the links its plan depends on and their residual
-        # capacity when the plan was made; the plan is redone only if one dropped.
-        seen: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
-        full_mode = self.route_on == "full"
+        # Fast path: per coflow, the inputs its plan depends on (R on its routed or
+        # candidate links, B on its candidate links) when it was made.
+        seen: Dict[str, tuple] = {}
+        full_mode = self.route_on in ("full", "reserved")
+        cap = topo.capacity
+        fixed = self.coflow_order(now, active)
+        if fixed is not None:
+            pending = list(fixed)
         while pending:
-            best, best_t = None, math.inf
-            for c in list(pending):
-                cid = c.coflow_id
-                plan = plans.get(cid)
+            if fixed is not None:
+                # a fixed priority order (subclasses): plan the next coflow behind
+                # the ones ahead of it
+                best = pending[0]
+                plan = self._plan_or_fallback(best, residual, fallback, pending, reserved)
+                if plan is None:
+                    continue
+                plans[best.coflow_id] = plan
+                self._commit(best, plan, pending, order, paths_c, rates_c, residual,
+                             reserved)
+                continue
+            guard = wait(pending[0]) > self.delta_s  # Alg. 1 lines 7-10
+            best, best_key = None, None
+            stale = []
+            for pos, c in enumerate(pending if not guard else pending[:1]):
+                plan = plans.get(c.coflow_id)
                 if plan is not None and self.fast:
-                    dep, was = seen[cid]
-                    if np.any(residual[dep] < was):
-                        if full_mode and plan.load_links is not None:
-                            # routes do not depend on R: only model (2) changes
-                            a = alpha_from_load(plan.load_links, plan.load_bits, residual)
-                            plan.alpha, plan.t_s = a, (math.inf if a <= 0 else 1.0 / a)
-                            seen[cid] = (dep, residual[dep])
-                        else:
-                            plan = None
+                    plan = self._revalidate(c.coflow_id, plan, seen, residual, reserved)
                 if plan is None or not self.fast:
-                    plan = self._plan_or_fallback(c, residual, fallback, pending)
+                    stale.append((pos, c))
+                    continue
+                k = (plan.t_s, pos)
+                if best_key is None or k < best_key:
+                    best, best_key = c, k
+            if stale:
+                items = []
+                for pos, c in stale:
+                    old = plans.get(c.coflow_id)
+                    lb = -math.inf
+                    if old is not None and reserved is not None and self.fast and \
+                            getattr(old, "mand_links", None) is not None and \
+                            old.mand_links.size:
+                        ml = old.mand_links
+                        lb = float(np.max((reserved[ml] + old.mand_bits) / cap[ml]))
+                    items.append((lb, pos, c))
+                items.sort(key=lambda x: (x[0], x[1]))
+                for lb, pos, c in items:
+                    if best_key is not None and (lb, pos) > best_key:
+                        self.stats["lb_skips"] += 1
+                        continue
+                    cid = c.coflow_id
+                    plan = self._plan_or_fallback(c, residual, fallback, pending, reserved)
                     if plan is None:
+                        plans.pop(cid, None)
                         continue
                     dep = (plan.load_links if full_mode and plan.load_links is not None
                            else plan.links)
-                    seen[cid] = (dep, residual[dep])
-                plans[cid] = plan
-                if wait(c) > self.delta_s:
-                    best, best_t = c, plan.t_s
-                    break
-                if best is None or plan.t_s < best_t:
-                    best, best_t = c, plan.t_s
+                    seen[cid] = (dep, residual[dep], plan.links,
+                                 None if reserved is None else reserved[plan.links])
+                    plans[cid] = plan
+                    k = (plan.t_s, pos)
+                    if best_key is None or k < best_key:
+                        best, best_key = c, k
             if best is None:
+                if guard and pending and pending[0].coflow_id in fallback:
+                    continue  # the guarded coflow fell back; pick again
                 break
-            pending.remove(best)
-            cid = best.coflow_id
-            order.append(cid)
-            plan = plans[cid]
-            paths_c[cid] = list(plan.paths)
-            if plan.alpha > 0 and math.isfinite(plan.t_s):
-                r = (plan.alpha * plan.rem_bytes) * BITS
-                rates_c[cid] = r
-                if plan.r_lidx is None:
-                    ra = self._coflow_arrays(best).route_arrays(plan.routes, topo)
-                    plan.r_lidx, plan.r_lens = ra[1], ra[2]
-                np.subtract.at(residual, plan.r_lidx, np.repeat(r, plan.r_lens))
-            else:
-                rates_c[cid] = np.zeros(len(plan.paths))
-            np.maximum(residual, 0.0, out=residual)
+            self._commit(best, plans[best.coflow_id], pending, order, paths_c, rates_c,
+                         residual, reserved)
         # Fallback coflows: ECMP routes, served only by work conservation.
         for c in active:
             if c.coflow_id in fallback:
                 fl = self._coflow_arrays(c).flows
                 paths_c[c.coflow_id] = [self.ecmp_path(f) for f in fl]
                 rates_c[c.coflow_id] = np.zeros(len(fl))
-        self._distribute_bandwidth(active, plans, fallback, residual, rates_c, paths_c)
+        wc_order = self._distribute_bandwidth(active, plans, fallback, residual, rates_c,
+                                              paths_c)
         self._served_prev = {c.coflow_id for c in active
                              if c.coflow_id in rates_c and bool((rates_c[c.coflow_id] > 0).any())}
+        out_cof = [c for c in active if c.coflow_id in paths_c]
         flows_out: list = []
         paths_out: list = []
         rates_out = []
-        for c in active:
+        for c in out_cof:
             cid = c.coflow_id
-            if cid not in paths_c:
-                continue
             flows_out.extend(self._coflow_arrays(c).flows)
             paths_out.extend(paths_c[cid])
             rates_out.append(rates_c[cid])
-        sched = Schedule.from_vectors(flows_out, paths_out,
-                                      np.concatenate(rates_out) if rates_out else np.zeros(0),
-                                      order=order, fallback=fallback)
-        sched.info["t_min_s"] = {cid: p.t_s for cid, p in plans.items()}
+        rates_all = np.concatenate(rates_out) if rates_out else np.zeros(0)
+        info = {"t_min_s": {cid: p.t_s for cid, p in plans.items()}}
+        sched = Schedule.from_vectors(flows_out, paths_out, rates_all, order=order,
+                                      fallback=fallback, info=info)
+        if self.incremental:
+            self._wc = self._conservation(out_cof, flows_out, paths_out, rates_all, wc_order,
+                                          order, fallback, info)
         return sched
 
+    def coflow_order(self, now: float, active: Sequence[CoflowState]
+                     ) -> Optional[List[CoflowState]]:
+        """A fixed priority order of ``active`` for the full pass, or None (default)
+        for Algorithm 1's greedy minimum-CCT order with the starvation guard.
+        Subclasses (``rapier-bssi``) override it."""
+        return None
+
+    def wc_priority(self, active: Sequence[CoflowState]) -> Optional[List[CoflowState]]:
+        """The coflow order of work conservation, or None (default) for Algorithm 3's:
+        unscheduled coflows first, then by non-increasing minimum CCT."""
+        return None
+
+    def _commit(self, best: CoflowState, plan: CoflowPlan, pending: list, order: list,
+                paths_c: dict, rates_c: dict, residual: np.ndarray,
+                reserved: Optional[np.ndarray]) -> None:
+        """Alg. 1 lines 11-14: ``best`` is scheduled next with ``plan``: its rates
+        (model (2), bit/s) come off R and its routed bits are reserved."""
+        pending.remove(best)
+        cid = best.coflow_id
+        order.append(cid)
+        paths_c[cid] = list(plan.paths)
+        if plan.alpha > 0 and math.isfinite(plan.t_s):
+            r = (plan.alpha * plan.rem_bytes) * BITS
+            rates_c[cid] = r
+            if plan.r_lidx is None:
+                ra = self._coflow_arrays(best).route_arrays(plan.routes, self.topology)
+                plan.r_lidx, plan.r_lens = ra[1], ra[2]
+            np.subtract.at(residual, plan.r_lidx, np.repeat(r, plan.r_lens))
+        else:
+            rates_c[cid] = np.zeros(len(plan.paths))
+        np.maximum(residual, 0.0, out=residual)
+        if reserved is not None and plan.load_links is not None:
+            reserved[plan.load_links] += plan.load_bits
+
+    def _path_links(self, p: tuple) -> tuple:
+        """Link indices of path ``p`` as a tuple of ints (cached per path)."""
+        ls = self._plinks.get(p)
+        if ls is None:
+            ls = tuple(self.topology.path_links(p).tolist())
+            self._plinks[p] = ls
+        return ls
+
+    def _conservation(self, out_cof, flows_out, paths_out, rates, wc_order, order,
+                      fallback, info) -> WorkConservation:
+        """The :class:`WorkConservation` state of this full pass: Algorithm 3's visiting
+        order, and flows of unscheduled coflows still without a rate left flexible."""
+        offs: Dict[str, int] = {}
+        o = 0
+        for c in out_cof:
+            offs[c.coflow_id] = o
+            o += len(self._coflow_arrays(c).flows)
+        n = len(flows_out)
+        flexible = np.zeros(n, dtype=bool)
+        owner: Dict[int, Tuple[_CoflowArrays, int]] = {}
+        parts = []
+        for cid, perm, flex, e in wc_order:
+            base = offs[cid]
+            parts.append(perm + base)
+            if flex:
+                flexible[base:base + e.n] = True
+                owner[base] = (e, base)
+        starts = sorted(owner)
+
+        def candidates(j: int):
+            import bisect
+            e, base = owner[starts[bisect.bisect_right(starts, j) - 1]]
+            k = j - base
+            return e.cand[k], e.cand_links(k)
+
+        visit = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        links = [self._path_links(p) for p in paths_out]
+        return WorkConservation(self.topology.capacity, out_cof, flows_out, paths_out, links,
+                                rates, visit, flexible, candidates, order=order,
+                                fallback=fallback, info=info)
+
     def _plan_or_fallback(self, c: CoflowState, residual: np.ndarray,
-                          fallback: Dict[str, str], pending: list) -> Optional[CoflowPlan]:
+                          fallback: Dict[str, str], pending: list,
+                          reserved: Optional[np.ndarray] = None) -> Optional[CoflowPlan]:
         """Algorithm 2 for ``c``; on solver trouble record the fallback, drop ``c``
         from ``pending`` and return None."""
         try:
-            return self.minimum_cct(c, residual)
+            return self.minimum_cct(c, residual, reserved)
         except Exception as exc:  # LPError or solver trouble: fall back
             fallback[c.coflow_id] = str(exc)
             pending.remove(c)
@@ -981,13 +1235,16 @@ class Rapier(Scheduler):
     def _distribute_bandwidth(self, active: Sequence[CoflowState], plans: Dict[str, CoflowPlan],
                               fallback: Dict[str, str], residual: np.ndarray,
                               rates_c: Dict[str, np.ndarray],
-                              paths_c: Dict[str, list]) -> None:
+                              paths_c: Dict[str, list]) -> list:
         """Algorithm 3 (DistributeBandwidth) with AssignBandwidth, read as documented
         in the module docstring; updates ``rates_c`` and ``paths_c`` (per coflow, per
         active flow: rate in bit/s and path) and ``residual`` in place.  A flow with no
         residual capacity on its path (scheduled coflows) or on every candidate path
         (unscheduled ones) when its coflow's turn comes cannot get any (residuals only
         fall), so only the others are visited.
+
+        Returns the visiting order, for later flow events: per coflow in Algorithm
+        3's order, ``(coflow_id, flow permutation, unscheduled?, its arrays)``.
         Source: RAPIER Section IV-C, Algorithm 3."""
         def t_of(c: CoflowState) -> float:
             p = plans.get(c.coflow_id)
@@ -995,7 +1252,12 @@ class Rapier(Scheduler):
                 return math.inf
             return p.t_s
 
-        order = sorted(active, key=lambda c: (-t_of(c), c.arrival_s, c.coflow_id))
+        prio = self.wc_priority(active)
+        if prio is not None:
+            order = prio
+        else:
+            order = sorted(active, key=lambda c: (-t_of(c), c.arrival_s, c.coflow_id))
+        visits = []
         # Per-flow steps on Python floats (the same IEEE arithmetic as numpy's);
         # ``res`` is the residual, copied back into ``residual`` at the end.
         res = residual.tolist()
@@ -1012,8 +1274,10 @@ class Rapier(Scheduler):
             rates = rates_c[cid]
             paths = paths_c[cid]
             visit = np.lexsort((e.fid_rank, -rem))
+            scheduled = math.isfinite(t_of(c))
+            visits.append((cid, visit, not scheduled, e))
             now_res = np.array(res)
-            if math.isfinite(t_of(c)):
+            if scheduled:
                 r_lidx, r_lens = plan.r_lidx, plan.r_lens
                 starts = np.concatenate([[0], np.cumsum(r_lens)[:-1]])
                 room = np.minimum.reduceat(now_res[r_lidx], starts) > 0
@@ -1053,6 +1317,7 @@ class Rapier(Scheduler):
                         res[l] -= best_bw
                 rates[:] = rl
         residual[:] = res
+        return visits
 
 
 @register("rapier-residual")
@@ -1063,3 +1328,77 @@ class RapierResidual(Rapier):
     def __init__(self, topology: Topology, seed: int = 0, **kw):
         kw.setdefault("route_on", "residual")
         super().__init__(topology, seed, **kw)
+
+
+@register("rapier-isolated")
+class RapierIsolated(Rapier):
+    """RAPIER with LP (4) solved on the full capacities: each coflow routed as if the
+    fabric were empty (``route_on="full"``, this project's default before issue 12).
+    Kept to show what routing on the leftover capacity buys: later coflows' routes
+    cross saturated links and model (2) gives them alpha = 0."""
+
+    def __init__(self, topology: Topology, seed: int = 0, **kw):
+        kw.setdefault("route_on", "full")
+        super().__init__(topology, seed, **kw)
+
+
+@register("rapier-bssi")
+class RapierBSSI(Rapier):
+    """Beyond the papers: RAPIER's joint routing with Sincronia's BSSI coflow order.
+
+    At every full pass (coflow arrivals and completions):
+
+    1. each coflow's isolation routing (LP (4) on the full capacities, argmax
+       rounding) gives its remaining demand per link, d_c^l = bits / C_l (s);
+    2. Sincronia's Bottleneck-Select-Scale-Iterate (Sincronia Algorithm 1,
+       :func:`~rapier_app.scheduling.seeds.bssi_order`, weights = coflow weights)
+       orders the coflows on those demands;
+    3. in that order each coflow is routed again by LP (4) on the capacity left by
+       the coflows ahead (``route_on="reserved"``) and gets model (2) rates on the
+       residual R (Algorithm 2), as in ``rapier``;
+    4. work conservation hands the rest out in BSSI order (Sincronia Section 4.4's
+       prioritized work conservation; ``wc="alg3"``: RAPIER's Algorithm 3 order),
+       at full passes and at every other flow completion.
+
+    No starvation guard: BSSI's order is what Sincronia's 4-approximation (Theorem
+    1) covers.  Args as :class:`Rapier`, plus ``wc`` (``"order"`` default, or
+    ``"alg3"``).
+
+    Raises:
+        SchedulerError: as :class:`Rapier`; unknown ``wc``.
+    """
+
+    def __init__(self, topology: Topology, seed: int = 0, wc: str = "order", **kw):
+        kw.setdefault("route_on", "reserved")
+        super().__init__(topology, seed, **kw)
+        if wc not in ("order", "alg3"):
+            raise SchedulerError(f"wc: must be 'order' or 'alg3', got {wc!r}")
+        self.wc = wc
+        self._prio: Optional[List[CoflowState]] = None
+
+    def coflow_order(self, now: float, active: Sequence[CoflowState]
+                     ) -> Optional[List[CoflowState]]:
+        """BSSI order of ``active`` on their isolation-routed demands (class doc)."""
+        from .seeds import bssi_order
+
+        if not active:
+            self._prio = []
+            return []
+        cap = self.topology.capacity
+        D = np.zeros((len(active), len(cap)))
+        for i, c in enumerate(active):
+            plan = self.minimum_cct(c, cap, None)
+            if plan.load_links is not None and plan.load_links.size:
+                D[i, plan.load_links] = plan.load_bits / cap[plan.load_links]
+        rank = {c.coflow_id: r for r, c in enumerate(
+            sorted(active, key=lambda c: (c.arrival_s, c.coflow_id)))}
+        idx = bssi_order(D, [c.weight for c in active],
+                         coflow_tiebreak=[rank[c.coflow_id] for c in active])
+        self._prio = [active[i] for i in idx]
+        return list(self._prio)
+
+    def wc_priority(self, active: Sequence[CoflowState]) -> Optional[List[CoflowState]]:
+        if self.wc == "alg3" or self._prio is None:
+            return None
+        live = {c.coflow_id for c in active}
+        return [c for c in self._prio if c.coflow_id in live]

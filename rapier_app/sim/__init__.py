@@ -1,5 +1,5 @@
 """Flow-level simulator and metrics (pure Python)."""
 
-from .simulator import SimResult, SimulationError, Simulator, simulate
+from .simulator import EventRecord, SimResult, SimulationError, Simulator, simulate
 
-__all__ = ["SimResult", "SimulationError", "Simulator", "simulate"]
+__all__ = ["EventRecord", "SimResult", "SimulationError", "Simulator", "simulate"]

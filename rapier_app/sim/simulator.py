@@ -32,7 +32,7 @@ from ..scheduling.base import Scheduler
 BITS = 8.0
 _UNSET = object()  # "no validated path yet" (a path may legitimately be None)
 #: The values of ``Scheduler.reads_progress`` the simulator knows (see its docstring).
-READS_PROGRESS = (True, False, "arrivals", "bytes", "coflow", "vector")
+READS_PROGRESS = (True, False, "arrivals", "bytes", "coflow", "vector", "coflow-events")
 #: Relative slack on link capacity before a schedule counts as over capacity.
 CAPACITY_SLACK = 1e-6
 
@@ -96,6 +96,27 @@ class SimResult:
         return np.array([r.cct_s for r in recs])
 
 
+@dataclass
+class EventRecord:
+    """What a decision put in force, from ``t_s`` until ``t_next_s`` (seconds).
+
+    Attributes:
+        flow_ids: the active flows at the decision (simulator order).
+        paths: per flow, its path (tuple of node names) or None (no allocation).
+        rates_bps: per flow, its rate in bit/s (0: waiting).
+        remaining_bytes: per flow, bytes left at ``t_s``.
+        finish_s: per flow, when it finished inside the interval (inf: it did not).
+    """
+
+    t_s: float
+    t_next_s: float
+    flow_ids: List[str]
+    paths: list
+    rates_bps: np.ndarray
+    remaining_bytes: np.ndarray
+    finish_s: np.ndarray
+
+
 class Simulator:
     """Drive one scheduler over one workload on one topology.
 
@@ -118,6 +139,10 @@ class Simulator:
             times.  With ``"coflow"``, if no coflow can finish before the next arrival
             (a coflow has a flow without bandwidth), the next flow completion is a
             decision point too, so nothing deadlocks.
+        event_log: optional list; when given, one :class:`EventRecord` is appended
+            per decision point (what was in force until the next one), for
+            independent checkers (``tests/test_work_conservation.py``).  Costs
+            O(active flows) Python work per event: off by default.
 
     Raises:
         SimulationError: ``reschedule_on`` or the scheduler's ``reads_progress`` is
@@ -133,8 +158,10 @@ class Simulator:
     def __init__(self, topology: Topology, coflows: Sequence[CoflowSpec], scheduler: Scheduler,
                  progress: Optional[Callable[[int, int, float], None]] = None,
                  record_flows: bool = True, max_events: int = 50_000_000,
-                 reschedule_on: Optional[str] = None):
+                 reschedule_on: Optional[str] = None,
+                 event_log: Optional[list] = None):
         self.topology = topology
+        self.event_log = event_log
         self.specs = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
         ids = [c.coflow_id for c in self.specs]
         if len(set(ids)) != len(ids):
@@ -196,6 +223,10 @@ class Simulator:
         reads = rp is True  # bytes_sent, rate_bps and path at every event
         reads_bytes = reads or rp == "bytes"  # bytes_sent at every event
         reads_on_arrival = rp == "arrivals"
+        # "coflow-events": only bytes_sent, at decision points where a coflow arrived
+        # or completed (full passes of RAPIER and Varys; flow events read nothing)
+        reads_on_cevent = rp == "coflow-events"
+        cevent = False
         # "vector": the scheduler reads this run's bytes-sent array directly
         reads_vector = rp == "vector"
         bound = None
@@ -203,6 +234,10 @@ class Simulator:
         # here per coflow serial instead of in every flow's counter
         reads_coflow = rp == "coflow"
         sticky = bool(getattr(self.scheduler, "sticky_paths", False))
+        # the scheduler's flows_finished hook, when it has one of its own
+        fin_hook = (self.scheduler.flows_finished
+                    if type(self.scheduler).flows_finished is not Scheduler.flows_finished
+                    else None)
         cof_sent = np.zeros(len(self.specs))  # per coflow serial (arrival order)
         arrived = False
         # Per active position: the last validated path (a tuple; _UNSET: none);
@@ -275,10 +310,11 @@ class Simulator:
             if res.events > self.max_events:
                 raise SimulationError(f"max_events: more than {self.max_events} events")
             states = list(active.values())
-            if reads_on_arrival and arrived:
-                # the scheme reads byte counters only when coflows arrive
+            if (reads_on_arrival and arrived) or (reads_on_cevent and (arrived or cevent)):
+                # the scheme reads byte counters only when coflows arrive (or complete)
                 deque(map(setattr, act_flows, repeat("bytes_sent"), sent[act_idx].tolist()), 0)
             arrived = False
+            cevent = False
             if reads_vector and bound is not sent:
                 self.scheduler.bind_counters(sent)
                 bound = sent
@@ -427,6 +463,17 @@ class Simulator:
                                       f"flows without bandwidth at t={now:.9g} s and no event "
                                       f"is pending")
             dt = t_next - now
+            if self.event_log is not None:
+                rem_all = np.maximum(size[act_idx] - sent[act_idx], 0.0)
+                fin_all = np.full(m, math.inf)
+                if n_sel:
+                    ends = now + ttf
+                    ends[ttf > dt * (1 + 1e-9) + 1e-12] = math.inf
+                    fin_all[sel_arr] = np.minimum(ends, t_next)
+                self.event_log.append(EventRecord(
+                    now, t_next, [f.flow_id for f in act_flows],
+                    list(path_pos),
+                    np.where(pos_mask, rate_pos, 0.0), rem_all, fin_all))
             touched = set()
             if n_sel:
                 finished = ttf <= dt * (1 + 1e-9) + 1e-12
@@ -457,6 +504,8 @@ class Simulator:
                         f = act_flows[j]
                         f.finish_s = tf
                         touched.add(f.coflow_id)
+                    if fin_hook is not None:
+                        fin_hook([act_flows[j] for j in fin_pos.tolist()])
                     posmap[act_idx[fin_pos]] = -1
                     act_idx = act_idx[keep]
                     if fin_pos.shape[0] <= 32:
@@ -489,6 +538,7 @@ class Simulator:
                 if not c.active_flows():
                     c.finish_s = max(f.finish_s for f in c.flows)
                     del active[c.coflow_id]
+                    cevent = True
                     res.coflows.append(CoflowRecord(c.coflow_id, c.arrival_s, c.finish_s,
                                                     c.finish_s - c.arrival_s, c.width,
                                                     c.spec.total_bytes, c.weight))
