@@ -33,8 +33,8 @@ import numpy as np
 TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                      "shared", "traces", "FB2010-1Hr-150-0.txt")
 SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia-immediate",
-              "sincronia-maxmin", "scheduling-only", "scheduling-only@flow", "rapier",
-              "routing-only", "baseline"]
+              "sincronia-maxmin", "scheduling-only", "scheduling-only@coflow", "rapier",
+              "rapier@coflow", "rapier-bssi", "rapier-isolated", "routing-only", "baseline"]
 TOPOLOGIES = ["bigswitch:150", "fattree:10"]
 
 #: Published ratios, as normalised CCT (scheme / reference; < 1 is faster), with source.
@@ -156,6 +156,15 @@ def read_ccts(path: str) -> Dict[str, Dict[str, float]]:
     return out
 
 
+def read_makespans(path: str) -> Dict[str, float]:
+    """coflows.csv -> {scheduler: makespan in s (the last coflow's finish time)}."""
+    out: Dict[str, float] = {}
+    with open(path) as fh:
+        for row in csv.DictReader(fh):
+            out[row["scheduler"]] = max(out.get(row["scheduler"], 0.0), float(row["finish_s"]))
+    return out
+
+
 def table(out: str, topologies: List[str]) -> str:
     """Markdown table of every topology's results under ``out``."""
     lines = []
@@ -164,13 +173,14 @@ def table(out: str, topologies: List[str]) -> str:
         with open(os.path.join(d, "summary.json")) as fh:
             summ = json.load(fh)
         ccts = read_ccts(os.path.join(d, "coflows.csv"))
+        mks = read_makespans(os.path.join(d, "coflows.csv"))
         sch = summ["schedulers"]
         fair = sch.get("fair")
         lines.append(f"\n#### {summ['workload']} on {summ['topology']}\n")
-        lines.append("| scheduler | avg CCT (s) | p50 CCT (s) | p95 CCT (s) | avg / fair | "
-                     "p95 / fair | published (scheme / reference) | ours, same ratio | "
-                     "decisions | wall (s) |")
-        lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+        lines.append("| scheduler | avg CCT (s) | p50 CCT (s) | p95 CCT (s) | makespan (s) | "
+                     "avg / fair | p95 / fair | published (scheme / reference) | "
+                     "ours, same ratio | decisions | wall (s) |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
         for name, s in sch.items():
             na = s["avg_cct_s"] / fair["avg_cct_s"] if fair else float("nan")
             np95 = s["p95_cct_s"] / fair["p95_cct_s"] if fair else float("nan")
@@ -183,7 +193,8 @@ def table(out: str, topologies: List[str]) -> str:
                 if pp:
                     ours += f", p95 {s['p95_cct_s'] / r['p95_cct_s']:.2f}"
             lines.append(f"| {name} | {s['avg_cct_s']:.3f} | {s['p50_cct_s']:.3f} | "
-                         f"{s['p95_cct_s']:.3f} | {na:.2f} | {np95:.2f} | {pub} | {ours} | "
+                         f"{s['p95_cct_s']:.3f} | {mks.get(name, float('nan')):.0f} | "
+                         f"{na:.2f} | {np95:.2f} | {pub} | {ours} | "
                          f"{s.get('events', '')} | {s['wall_s']:.0f} |")
         if "philae" in ccts and "aalo" in ccts:
             ids = sorted(set(ccts["philae"]) & set(ccts["aalo"]))
@@ -194,7 +205,7 @@ def table(out: str, topologies: List[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-CORE = ["rapier", "scheduling-only", "routing-only", "baseline"]
+CORE = ["rapier", "rapier-bssi", "scheduling-only", "routing-only", "baseline"]
 
 
 def core_table(out: str, topologies: List[str]) -> str:
@@ -209,20 +220,22 @@ def core_table(out: str, topologies: List[str]) -> str:
             continue
         with open(path) as fh:
             sch = json.load(fh)["schedulers"]
+        mks = read_makespans(os.path.join(d, "coflows.csv"))
         base = sch.get("baseline")
         lines.append(f"\n#### {topo}\n")
-        lines.append("| scheme | avg CCT (s) | p50 (s) | p95 (s) | p99 (s) | improvement over "
-                     "baseline (avg) | decisions | wall (s) |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        lines.append("| scheme | avg CCT (s) | p50 (s) | p95 (s) | p99 (s) | makespan (s) | "
+                     "improvement over baseline (avg) | decisions | wall (s) |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name in CORE:
             s = sch.get(name)
             if s is None:
-                lines.append(f"| {name} | not finished | | | | | | |")
+                lines.append(f"| {name} | not finished | | | | | | | |")
                 continue
             imp = (f"{(base['avg_cct_s'] - s['avg_cct_s']) / base['avg_cct_s'] * 100:.1f} %"
                    if base else "")
             lines.append(f"| {name} | {s['avg_cct_s']:.2f} | {s['p50_cct_s']:.3f} | "
-                         f"{s['p95_cct_s']:.1f} | {s['p99_cct_s']:.0f} | {imp} | "
+                         f"{s['p95_cct_s']:.1f} | {s['p99_cct_s']:.0f} | "
+                         f"{mks.get(name, float('nan')):.0f} | {imp} | "
                          f"{s.get('events', '')} | {s['wall_s']:.0f} |")
     return "\n".join(lines) + "\n"
 

@@ -216,6 +216,26 @@ class CoflowState:
         self._stale = self._active if finished_only else None
         self._active = None
 
+    def _drop_finished(self, flows: Sequence["FlowState"]) -> None:
+        """The only change since the last :meth:`active_flows` is that ``flows`` (all
+        in the active list) finished: remove them from a copy of the cached list (a
+        new list object, as callers cache on identity).  A C-speed memmove per flow
+        instead of re-filtering every active flow; many at once fall back to
+        :meth:`_invalidate`."""
+        act = self._active
+        if act is None or len(flows) > 16:
+            self._invalidate()
+            return
+        lst = act.copy()
+        try:
+            for f in flows:
+                lst.remove(f)  # FlowState compares by identity
+        except ValueError:  # not in the cached list: filter from scratch
+            self._invalidate(finished_only=False)
+            return
+        self._active = lst
+        self._stale = None
+
     @property
     def bytes_sent(self) -> float:
         """Total bytes sent by all the coflow's flows (bytes).

@@ -201,6 +201,12 @@ class WorkConservation:
         else:
             room = np.zeros(0, dtype=bool)
         flex = self.flexible & alive
+        if flex.any():
+            # every candidate path of a flow leaves its source and enters its
+            # destination host (the first and last links of its current path): if
+            # either is full, no candidate has room
+            ends = self.starts + self.lens - 1
+            flex &= (res[self.lidx[self.starts]] > 0) & (res[self.lidx[ends]] > 0)
         want = (room | flex) & alive
         sel = self.visit[want[self.visit]]
         if sel.size:

@@ -474,7 +474,8 @@ class Simulator:
                     now, t_next, [f.flow_id for f in act_flows],
                     list(path_pos),
                     np.where(pos_mask, rate_pos, 0.0), rem_all, fin_all))
-            touched = set()
+            touched = ()
+            fin_by: Dict[str, list] = {}
             if n_sel:
                 finished = ttf <= dt * (1 + 1e-9) + 1e-12
                 new_sent = sent[gsel] + rate_arr * dt / BITS
@@ -503,7 +504,8 @@ class Simulator:
                     for j, tf in zip(fin_pos.tolist(), fin_t):
                         f = act_flows[j]
                         f.finish_s = tf
-                        touched.add(f.coflow_id)
+                        fin_by.setdefault(f.coflow_id, []).append(f)
+                    touched = fin_by
                     if fin_hook is not None:
                         fin_hook([act_flows[j] for j in fin_pos.tolist()])
                     posmap[act_idx[fin_pos]] = -1
@@ -532,9 +534,10 @@ class Simulator:
             if not touched:
                 continue
             for c in states:
-                if c.coflow_id not in touched:
+                fl = touched.get(c.coflow_id)
+                if fl is None:
                     continue
-                c._invalidate()
+                c._drop_finished(fl)
                 if not c.active_flows():
                     c.finish_s = max(f.finish_s for f in c.flows)
                     del active[c.coflow_id]
