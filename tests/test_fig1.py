@@ -64,3 +64,9 @@ def test_pinning_a_path_that_does_not_exist_is_an_error():
     topo, _ = scenario("fig1")
     with pytest.raises(TopologyError, match="does not exist"):
         make_scheduler("baseline", topo, routes={"a/0": ("S", "D")})
+
+
+@pytest.mark.parametrize("name", ["rapier-bssi", "rapier-isolated"])
+def test_other_rapier_readings_reach_the_optimum(name):
+    c = ccts(name)
+    assert (c["a"] + c["b"]) / 2 == pytest.approx(1.3, abs=1e-9)

@@ -162,6 +162,8 @@ class RapierLS(Rapier):
     :func:`improved_routes` in place of Algorithm 2's argmax.  Same parameters as
     :class:`~rapier_app.scheduling.rapier.Rapier`."""
 
+    default_tie_break = "none"  # the rounding is this variant's own
+
     def round_routes(self, flows, vols, usable, ms, lp_cap):
         """Argmax rounding (Alg. 2 lines 3-7) improved by greedy + local search."""
         base = super().round_routes(flows, vols, usable, ms, lp_cap)
@@ -208,6 +210,8 @@ class RapierSpread(Rapier):
     paths whenever those reach the same fixed-route alpha (:func:`spread_routes`).
     Same parameters as :class:`~rapier_app.scheduling.rapier.Rapier`; Algorithms 1
     and 3 and the LP are unchanged."""
+
+    default_tie_break = "none"  # the rounding is this variant's own
 
     def round_routes(self, flows, vols, usable, ms, lp_cap):
         """Argmax rounding (Alg. 2 lines 3-7), then ECMP when it is as good."""

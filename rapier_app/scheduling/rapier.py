@@ -746,11 +746,21 @@ class Rapier(Scheduler):
             the per-flow LP's decisions); True: always; False: never.
         aggregate_min_paths: the threshold of ``aggregate=None`` (default 50,000:
             a per-flow GLOP solve of that size takes about a second here).
+        tie_break: ``"spread"`` (default of ``rapier`` and ``rapier-bssi``): after
+            Algorithm 2's argmax rounding, the coflow takes its flows' ECMP paths
+            instead when they reach the same completion time behind the reserved
+            volume (max over links of (B_l + load_l) / C_l, within 1e-9): LP (4) is
+            degenerate when a coflow's host links bound it, and the argmax of a
+            simplex vertex sends many coflows through the same core links.
+            ``"none"``: the argmax rounding alone (the paper's text).
 
     Raises:
         SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on,
-            negative aggregate_min_paths.
+            negative aggregate_min_paths, unknown tie_break.
     """
+
+    #: tie_break when none is given (variants that change the rounding keep "none")
+    default_tie_break = "spread"
 
     clairvoyant = True
     #: Section IV-C: Algorithm 1 "is invoked whenever a new coflow comes or an
@@ -764,8 +774,15 @@ class Rapier(Scheduler):
                  delta_s: float = 10.0, solver: str = "GLOP",
                  lp_time_limit_s: Optional[float] = None, route_on: str = "reserved",
                  fast: bool = True, aggregate: Optional[bool] = None,
-                 aggregate_min_paths: int = 50_000, incremental: bool = True):
+                 aggregate_min_paths: int = 50_000, incremental: bool = True,
+                 tie_break: Optional[str] = None):
         super().__init__(topology, seed, max_paths)
+        if tie_break is None:
+            tie_break = self.default_tie_break
+        if tie_break not in ("spread", "none"):
+            raise SchedulerError(f"tie_break: must be 'spread' or 'none', got {tie_break!r}")
+        self.tie_break = tie_break
+        self._cur_reserved: Optional[np.ndarray] = None
         if route_on not in ("reserved", "residual", "full"):
             raise SchedulerError(f"route_on: must be 'reserved', 'residual' or 'full', "
                                  f"got {route_on!r}")
@@ -849,16 +866,85 @@ class Rapier(Scheduler):
             self.stats["lp_solves"] += 1
             self.stats["lp_build_s"] += build_s
             self.stats["lp_solve_s"] += solve_s
-            return (self.round_routes(flows, vols, usable, ms, lp_cap), lp_alpha,
-                    build_s, solve_s)
+            return (self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
+                                                                      lp_cap), lp_cap),
+                    lp_alpha, build_s, solve_s)
         lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
                                                    self.solver, self.lp_time_limit_s,
                                                    link_mats, structure, reserved)
         self.stats["lp_solves"] += 1
         self.stats["lp_build_s"] += build_s
         self.stats["lp_solve_s"] += solve_s
-        routes = self.round_routes(flows, vols, usable, ms, lp_cap)
+        routes = self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
+                                                                  lp_cap), lp_cap)
         return routes, lp_alpha, build_s, solve_s
+
+    def _tie(self, flows: Sequence[FlowState], vols: List[float], usable: List[List[tuple]],
+             base: Dict[str, tuple], lp_cap: np.ndarray) -> Dict[str, tuple]:
+        """The ``tie_break`` rule (class docstring) applied to the rounded ``base``
+        routes: flow_id -> path."""
+        if self.tie_break != "spread":
+            return base
+        ecmp = []
+        for f, ps in zip(flows, usable):
+            p = self.ecmp_path(f)
+            if p not in ps:
+                return base
+            ecmp.append(p)
+        vol = np.asarray(vols, dtype=float)
+        B = self._cur_reserved
+
+        def score(paths) -> Tuple[float, float]:
+            # (worst (B + load) / C over the links the coflow loads, the sum of the
+            # squared utilisations (B + load) / C of those links: the spread)
+            links, bits = route_load(self.topology, paths, vol)
+            if B is not None:
+                bits = bits + B[links]
+            if not len(links):
+                return 0.0, 0.0
+            u = bits / lp_cap[links]
+            return float(np.max(u)), float(np.dot(u, u))
+
+        cands = [(score(ecmp), ecmp), (score([base[f.flow_id] for f in flows]), None),
+                 (score(g := self._greedy_paths(flows, vol, usable, lp_cap, B)), g)]
+        best_w = min(c[0][0] for c in cands)
+        tied = [c for c in cands if c[0][0] <= best_w * (1 + 1e-9)]
+        best_s = min(c[0][1] for c in tied)
+        # among routings with the best completion time, the most spread one; exact
+        # ties go to ECMP, then the LP's rounding, then the greedy placement
+        for (w, s2), paths in tied:
+            if s2 <= best_s * (1 + 1e-9):
+                return base if paths is None else {f.flow_id: p for f, p in zip(flows, paths)}
+        return base
+
+    def _greedy_paths(self, flows: Sequence[FlowState], vol: np.ndarray,
+                      usable: List[List[tuple]], cap: np.ndarray,
+                      reserved: Optional[np.ndarray]) -> List[tuple]:
+        """Greedy placement behind the reserved volume: flows by non-increasing
+        volume (bits), each on the usable candidate path that minimises the largest
+        (B_l + load_l + v) / C_l along it (first on ties).  Per-flow paths."""
+        topo = self.topology
+        L = len(cap)
+        load = np.zeros(L + 1)
+        if reserved is not None:
+            load[:L] = reserved
+        capx = np.append(cap, np.inf)
+        out: List[Optional[tuple]] = [None] * len(flows)
+        for j in np.argsort(-vol, kind="stable").tolist():
+            ps = usable[j]
+            v = float(vol[j])
+            if len(ps) == 1:
+                p = ps[0]
+            else:
+                rows = [self._path_links(q) for q in ps]
+                h = max(map(len, rows))
+                M = np.full((len(rows), h), L, dtype=np.int64)
+                for r, ls in enumerate(rows):
+                    M[r, :len(ls)] = ls
+                p = ps[int(np.argmin(((load[M] + v) / capx[M]).max(axis=1)))]
+            load[list(self._path_links(p))] += v
+            out[j] = p
+        return out
 
     def round_routes(self, flows: Sequence[FlowState], vols: List[float],
                      usable: List[List[tuple]], ms: List[np.ndarray],
@@ -962,9 +1048,11 @@ class Rapier(Scheduler):
                                  else math.inf) and e.n_cand > e.n:
                 struct = LP4Structure(topo, cand, use_mats)
                 e.struct = struct
+            self._cur_reserved = res_b
             routes, lp_alpha, build_s, solve_s = self._route_by_lp(
                 flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None,
                 e if usable is cand else None, res_b)
+            self._cur_reserved = None
             ra = e.route_arrays(routes, topo)
             if full and self.fast:
                 self._full_routes[cid] = (key, e, routes, lp_alpha, build_s, solve_s, ra)
@@ -1335,7 +1423,10 @@ class RapierIsolated(Rapier):
     """RAPIER with LP (4) solved on the full capacities: each coflow routed as if the
     fabric were empty (``route_on="full"``, this project's default before issue 12).
     Kept to show what routing on the leftover capacity buys: later coflows' routes
-    cross saturated links and model (2) gives them alpha = 0."""
+    cross saturated links and model (2) gives them alpha = 0.  Argmax rounding
+    alone (``tie_break="none"``), as before."""
+
+    default_tie_break = "none"
 
     def __init__(self, topology: Topology, seed: int = 0, **kw):
         kw.setdefault("route_on", "full")
