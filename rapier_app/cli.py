@@ -103,9 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="scheduler parameter, e.g. rapier.delta_s=5 (repeatable)")
     p.add_argument("--reschedule", choices=["auto", "flow", "coflow"], default="auto",
                    help="when schedulers decide besides coflow arrivals: at every flow "
-                        "completion (flow) or coflow completion (coflow); auto: each "
-                        "scheduler's own (coflow for rapier and scheduling-only, as "
-                        "RAPIER Section IV-C; flow for the others)")
+                        "completion (flow) or coflow completion (coflow: bandwidth a "
+                        "finished flow frees idles until then); auto: each scheduler's "
+                        "own (flow for all built-in ones; rapier, rapier-bssi and "
+                        "scheduling-only run their full pass at coflow events and "
+                        "work conservation alone at the other flow completions)")
     p.add_argument("--max-paths", type=int, default=None,
                    help="cap K on candidate paths per host pair (default: the ECMP set)")
     p.add_argument("--seed", type=int, default=1, help="base seed; try i uses seed+i")

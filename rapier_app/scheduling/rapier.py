@@ -11,16 +11,39 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
   capacity in bit/s, so alpha is in 1/s and t = 1/alpha in seconds.  The LP is
   scaled to Mbit and Mbit/s for numerical comfort.
 * **Which capacities LP (4) routes on.**  Algorithm 2 line 2 solves (4) "with
-  network resource utilization information".  Read literally (R = residual
-  capacity), a coflow scheduled after others is packed into whatever is left and
-  keeps that packing; on the paper's own Fig. 1 this gives CCTs 1.0 s and 1.625 s,
-  not the optimum 1.0 s and 1.6 s the paper says RAPIER reaches.  The default
-  (``route_on="full"``) routes each coflow by (4) on the full link capacities (the
-  routing that minimises its CCT in an empty network) and then computes its rates by
-  model (2) on the residual capacities R; a coflow whose routes cross a saturated
-  link gets alpha = 0 and waits for Algorithm 3.  This reproduces Fig. 1(c)/(f)
-  exactly.  The literal reading is kept as ``route_on="residual"``, registered as the
-  scheduler ``rapier-residual``.
+  network resource utilization information".  Three readings are implemented:
+
+  - ``route_on="reserved"`` (default, ``rapier``): route on the capacity left by
+    the coflows ahead in Algorithm 1's order, counted as *volume over the
+    coflow's horizon*: (4a) becomes sum v m + alpha * B_l <= C_l, where B_l is the
+    bits the coflows already picked in this pass still send over link l.  With
+    t = 1/alpha it says link l carries those B_l bits and this coflow's own by
+    time t, so 1/alpha* is the coflow's earliest completion behind the
+    commitments ahead of it, and that time (max over its routed links of
+    (B_l + load_l) / C_l) is Algorithm 1's ordering key T_C.  Rates still come
+    from model (2) on the residual R; a coflow whose routes cross a saturated
+    link gets alpha = 0 for now and is served by Algorithm 3.  On Fig. 1 this
+    gives b the routing of Fig. 1(c) (b/1 beside a/0, b/0 beside a/1: t = 1.6 s),
+    so RAPIER reaches the optimum 1.0 s and 1.6 s.
+  - ``route_on="residual"`` (``rapier-residual``): R read literally as rates.  A
+    coflow scheduled after others is packed into whatever rate is left now, and
+    on Fig. 1 b is packed on the one path with 60 Mbit/s left: 1.0 s and 1.625 s,
+    not the optimum.  The reading cannot reach it: at t = 0 the rate-optimal
+    routing of b is unique (both flows on the path with room), so no tie-break
+    among LP optima can change it.
+  - ``route_on="full"`` (``rapier-isolated``, this project's default before issue
+    12): each coflow routed by (4) on the empty fabric.  Later coflows' routes
+    then cross saturated links and model (2) gives them alpha = 0 (59 % of the
+    coflow plans at width 128 on ``fattree512``).
+* **Rounding and its tie-break** (``tie_break="spread"``, default): besides
+  Algorithm 2's argmax rounding, the flows' ECMP paths and a greedy placement
+  (largest flow first, each on the candidate path with the smallest
+  (B_l + load_l) / C_l) are scored by the completion time behind the reserved
+  volume; among those reaching the best one, the routing with the smallest sum of
+  squared link utilisations (B + load) / C wins (exact ties: ECMP, then the
+  argmax).  LP (4) is degenerate when a coflow's host links bound it, and the
+  argmax of a simplex vertex sends many coflows through the same core links;
+  ``tie_break="none"`` keeps the argmax alone.
 * **Candidate paths** are the flow's ECMP set (equal-cost shortest paths), capped
   at ``max_paths`` (K of Theorem 1).  Paths crossing a link with no residual
   capacity are left out of (4): (4a) would force their m to 0 anyway.
@@ -33,9 +56,17 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
   rate from Algorithm 1 (since its arrival if never).  A coflow that waited longer
   than ``delta_s`` is scheduled next regardless of its CCT (the starvation guard).
   Ties in waiting time and in T_C go to the earlier arrival, then the smaller id.
-* **Algorithm 1** re-solves, in each round, only the coflows whose candidate links
-  lost capacity in the previous round: the others' LPs have the same inputs, so
-  their T_C is unchanged (this is exact, not an approximation).
+* **Algorithm 1** re-solves, in each round, only the coflows whose LP inputs
+  changed in the previous round (reserved bits on their candidate links, or, for
+  ``"residual"``, lost capacity there); a stale coflow whose lower bound (its host
+  links' load behind the reserved bits) cannot beat the round's best plan is not
+  re-solved that round.  Both are exact: the pick is the one re-solving every
+  coflow would make.
+* **Decision points.**  Algorithm 1 runs in full "whenever a new coflow comes or an
+  existing coflow finishes" (Section IV-C).  At every other flow completion only
+  Algorithm 3 runs, on the capacity the finished flows freed, with the survivors'
+  paths and rates kept (:mod:`~rapier_app.scheduling.conserve`): otherwise that
+  capacity idles until the next coflow event.
 * **A coflow whose fixed-route alpha is 0** (one of its flows only has saturated
   paths) has T_C = infinity: it is "not scheduled" in the sense of Section IV-C and
   gets bandwidth only from Algorithm 3.
