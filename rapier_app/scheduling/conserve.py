@@ -254,7 +254,10 @@ class WorkConservation:
                         if x <= tol[l] and l in hot_set:
                             left -= 1
                             hot_set.discard(l)
-        return Schedule.from_vectors(self.out_flows, self.out_paths, self.rates[self.out_idx],
+        # copies: the lists are compacted in place at the next event, and a caller
+        # may keep this schedule (the controller's last_schedule)
+        return Schedule.from_vectors(list(self.out_flows), list(self.out_paths),
+                                     self.rates[self.out_idx],
                                      order=self.order, fallback=self.fallback, info=self.info,
                                      tuple_paths=True)
 
