@@ -44,6 +44,21 @@ from ..core.model import CoflowState, FlowState, Schedule
 REL_TOL = 1e-9
 
 
+def best_candidate(paths: Sequence[tuple], links: Sequence[Sequence[int]],
+                   residual: List[float]) -> Tuple[Optional[tuple], Optional[Sequence[int]],
+                                                   float]:
+    """AssignBandwidth's choice (RAPIER Algorithm 3, lines 10-20): among candidate
+    ``paths`` (with their link indices ``links``), the first with the largest
+    bottleneck residual (bit/s).  Returns (path, its links, bandwidth), or
+    (None, None, 0.0) when no path has residual capacity on every link."""
+    best, best_ls, best_bw = None, None, 0.0
+    for p, ls in zip(paths, links):
+        bw = min([residual[l] for l in ls])
+        if bw > best_bw:
+            best, best_ls, best_bw = p, ls, bw
+    return best, best_ls, best_bw
+
+
 class WorkConservation:
     """The last full decision of a centralised scheduler, for flow-completion events.
 
@@ -227,12 +242,7 @@ class WorkConservation:
                     break
                 self.visited += 1
                 if self.flexible[j]:
-                    best, best_ls, best_bw = None, None, 0.0
-                    cps, cls = self.candidates(j)
-                    for p, ls in zip(cps, cls):
-                        bw = min([r[l] for l in ls])
-                        if bw > best_bw:  # the first path with the most bandwidth
-                            best, best_ls, best_bw = p, ls, bw
+                    best, best_ls, best_bw = best_candidate(*self.candidates(j), r)
                     if best is None:
                         continue
                     self.paths[j] = best

@@ -99,7 +99,7 @@ from topologies import Topology
 
 from ..core.model import Allocation, CoflowState, FlowState, Schedule
 from .base import Scheduler, SchedulerError, register
-from .conserve import WorkConservation
+from .conserve import WorkConservation, best_candidate
 
 BITS = 8.0
 MEGA = 1e6
@@ -1423,11 +1423,7 @@ class Rapier(Scheduler):
                     continue
                 rl = rates.tolist()
                 for j in sel.tolist():
-                    best, best_ls, best_bw = None, None, 0.0
-                    for p, ls in zip(e.cand[j], e.cand_links(j)):
-                        bw = min([res[l] for l in ls])
-                        if bw > best_bw:  # the first path with the most bandwidth
-                            best, best_ls, best_bw = p, ls, bw
+                    best, best_ls, best_bw = best_candidate(e.cand[j], e.cand_links(j), res)
                     if best is None:
                         continue
                     paths[j] = best
