@@ -33,8 +33,9 @@ import numpy as np
 TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                      "shared", "traces", "FB2010-1Hr-150-0.txt")
 SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia-immediate",
-              "sincronia-maxmin", "scheduling-only", "scheduling-only@coflow", "rapier",
-              "rapier@coflow", "rapier-bssi", "rapier-isolated", "routing-only", "baseline"]
+              "sincronia-maxmin", "scheduling-only", "scheduling-only@coflow",
+              "scheduling-only@before12", "rapier", "rapier@before12", "rapier-bssi",
+              "rapier-isolated", "routing-only", "baseline"]
 TOPOLOGIES = ["bigswitch:150", "fattree:10"]
 
 #: Published ratios, as normalised CCT (scheme / reference; < 1 is faster), with source.
@@ -62,6 +63,8 @@ def topo_dir(out: str, topology: str) -> str:
 def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
     """Run rapier-sim for one scheduler on one topology into ``out``;
     ``NAME@flow`` / ``NAME@coflow`` runs NAME with ``--reschedule flow|coflow``.
+    (A run folder ``NAME@before12`` holds a run of NAME made before issue 12, when
+    RAPIER and Varys decided at coflow events only; it is merged, never run.)
 
     Raises:
         SystemExit: rapier-sim exits non-zero or the variant is unknown.
@@ -205,7 +208,8 @@ def table(out: str, topologies: List[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-CORE = ["rapier", "rapier-bssi", "scheduling-only", "routing-only", "baseline"]
+CORE = ["rapier", "rapier-bssi", "scheduling-only", "routing-only", "baseline",
+        "rapier@before12", "scheduling-only@before12"]
 
 
 def core_table(out: str, topologies: List[str]) -> str:

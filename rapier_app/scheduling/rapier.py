@@ -77,7 +77,11 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
   has one path) and only tops up along it; an unscheduled flow takes the candidate
   path with the most residual bandwidth.  Coflows are visited non-increasingly by
   their minimum CCT (unscheduled, T = infinity, first), flows non-increasingly by
-  remaining volume.
+  remaining volume.  Line 2 cannot order the unscheduled coflows among
+  themselves (all have T = infinity); they are visited in Algorithm 1's pick
+  order, the shortest completion behind the reserved volume first
+  (``wc_ties="order"``; ``"arrival"``, by arrival, was this project's reading
+  before issue 12 and gives old coflows the spare capacity first).
 * **LP failure or time-out** (``lp_time_limit_s``): the coflow is reported in
   ``Schedule.fallback`` with the reason, routed by ECMP, and served only by work
   conservation; the scheduler keeps going.
@@ -777,6 +781,11 @@ class Rapier(Scheduler):
             the per-flow LP's decisions); True: always; False: never.
         aggregate_min_paths: the threshold of ``aggregate=None`` (default 50,000:
             a per-flow GLOP solve of that size takes about a second here).
+        wc_ties: how Algorithm 3 orders coflows tied in line 2's sort (every
+            unscheduled coflow has minimal CCT = inf): ``"order"`` (default) in
+            Algorithm 1's pick order, the shortest completion behind the reserved
+            volume first; ``"arrival"``: by arrival (this project's reading before
+            issue 12).
         tie_break: ``"spread"`` (default of ``rapier`` and ``rapier-bssi``): after
             Algorithm 2's argmax rounding, the coflow takes its flows' ECMP paths
             instead when they reach the same completion time behind the reserved
@@ -806,8 +815,11 @@ class Rapier(Scheduler):
                  lp_time_limit_s: Optional[float] = None, route_on: str = "reserved",
                  fast: bool = True, aggregate: Optional[bool] = None,
                  aggregate_min_paths: int = 50_000, incremental: bool = True,
-                 tie_break: Optional[str] = None):
+                 tie_break: Optional[str] = None, wc_ties: str = "order"):
         super().__init__(topology, seed, max_paths)
+        if wc_ties not in ("order", "arrival"):
+            raise SchedulerError(f"wc_ties: must be 'order' or 'arrival', got {wc_ties!r}")
+        self.wc_ties = wc_ties
         if tie_break is None:
             tie_break = self.default_tie_break
         if tie_break not in ("spread", "none"):
@@ -1242,7 +1254,7 @@ class Rapier(Scheduler):
                 paths_c[c.coflow_id] = [self.ecmp_path(f) for f in fl]
                 rates_c[c.coflow_id] = np.zeros(len(fl))
         wc_order = self._distribute_bandwidth(active, plans, fallback, residual, rates_c,
-                                              paths_c)
+                                              paths_c, order)
         self._served_prev = {c.coflow_id for c in active
                              if c.coflow_id in rates_c and bool((rates_c[c.coflow_id] > 0).any())}
         out_cof = [c for c in active if c.coflow_id in paths_c]
@@ -1354,7 +1366,8 @@ class Rapier(Scheduler):
     def _distribute_bandwidth(self, active: Sequence[CoflowState], plans: Dict[str, CoflowPlan],
                               fallback: Dict[str, str], residual: np.ndarray,
                               rates_c: Dict[str, np.ndarray],
-                              paths_c: Dict[str, list]) -> list:
+                              paths_c: Dict[str, list],
+                              pick_order: Optional[List[str]] = None) -> list:
         """Algorithm 3 (DistributeBandwidth) with AssignBandwidth, read as documented
         in the module docstring; updates ``rates_c`` and ``paths_c`` (per coflow, per
         active flow: rate in bit/s and path) and ``residual`` in place.  A flow with no
@@ -1375,7 +1388,13 @@ class Rapier(Scheduler):
         if prio is not None:
             order = prio
         else:
-            order = sorted(active, key=lambda c: (-t_of(c), c.arrival_s, c.coflow_id))
+            # ties in line 2 (every unscheduled coflow has T = inf): Algorithm 1's
+            # pick order ("order": the shortest completion behind the reserved
+            # volume first) or arrival order ("arrival")
+            pos = {cid: i for i, cid in enumerate(pick_order or [])} \
+                if self.wc_ties == "order" else {}
+            order = sorted(active, key=lambda c: (-t_of(c), pos.get(c.coflow_id, 0),
+                                                  c.arrival_s, c.coflow_id))
         visits = []
         # Per-flow steps on Python floats (the same IEEE arithmetic as numpy's);
         # ``res`` is the residual, copied back into ``residual`` at the end.
