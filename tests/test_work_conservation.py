@@ -185,3 +185,23 @@ def test_synthetic_fattree_burst_has_no_idle_capacity():
     for name in ("rapier", "rapier-bssi", "scheduling-only"):
         _, _, log = run(name, topo, cfs)
         assert idle_violations(topo, log, flexible=name in FLEXIBLE) == []
+
+
+def test_rapier_alg3_visits_unscheduled_coflows_in_pick_order():
+    # Gbit, Gbit/s.  Isolation T: A 4.0 s, B 3.2 s, C 3.2 s; B first (tie on T, then
+    # id).  Behind B: C 4.8 s (h4 down: 1.6 + 3.2), A 7.2 s: C next, but C/1 crosses
+    # h3's downlink, full with B/1: alpha 0.  Behind B and C: A 8.0 s, alpha 0.
+    # Algorithm 3 visits unscheduled coflows first; line 2 cannot order them (T =
+    # inf).  In pick order (C, then A) C/0 takes h3 up / h4 down's 0.5 Gbit/s left by
+    # B/0 and A/0 the 0.5 left on h3 up: C ends at 4.8 s.  In arrival order A/0
+    # takes h3's whole uplink first and C/0 waits: C ends at 5.6 s.
+    topo = build_topology("bigswitch:4")
+    cfs = [make_coflow("A", 0, [("h3", "h2", 300 * MB), ("h2", "h3", 500 * MB)]),
+           make_coflow("B", 0, [("h1", "h4", 200 * MB), ("h4", "h3", 400 * MB)]),
+           make_coflow("C", 0, [("h3", "h4", 400 * MB), ("h2", "h3", 100 * MB)])]
+    order, _, log = run("rapier", topo, cfs)
+    assert order == pytest.approx({"A": 8.0, "B": 3.2, "C": 4.8}, abs=1e-9)
+    first = dict(zip(log[0].flow_ids, log[0].rates_bps))
+    assert first["C/0"] == pytest.approx(0.5e9) and first["A/0"] == pytest.approx(0.5e9)
+    arrival, _, _ = run("rapier", topo, cfs, wc_ties="arrival")
+    assert arrival == pytest.approx({"A": 8.0, "B": 3.2, "C": 5.6}, abs=1e-9)
