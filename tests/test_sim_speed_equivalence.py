@@ -53,7 +53,8 @@ CASES = ([("fig1", s) for s in CLASSIC + ["rapier", "sincronia", "aalo"]]
 #: (issue 12): these schemes run with a full pass at every flow completion and,
 #: for RAPIER, LP (4) on the full capacities, the decisions the pins were made with.
 LEGACY = {"scheduling-only": {"incremental": False},
-          "rapier": {"incremental": False, "route_on": "full", "tie_break": "none"}}
+          "rapier": {"incremental": False, "route_on": "full", "tie_break": "none",
+                     "wc_ties": "arrival"}}
 
 
 def _run(wl, sched):
