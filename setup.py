@@ -11,7 +11,9 @@ setup(
                                     "enforcement", "enforcement.*", "mininet_tests",
                                     "mininet_tests.*"]),
     python_requires=">=3.9",
-    install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6"],
+    install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6",
+                      # rapier-experiment run --dask / --jobs, progress bars
+                      "dask[distributed]>=2024.1", "tqdm>=4.60"],
     extras_require={"test": ["pytest>=7"]},
     entry_points={"console_scripts": [
         "rapier-sim=rapier_app.cli:main",
