@@ -19,19 +19,16 @@ import csv
 import sys
 from collections import defaultdict
 
-import numpy as np
-from scipy import stats
+from rapier_app.sim.metrics import mean_ci95
 
 SCHEMES = ["baseline", "routing-only", "scheduling-only", "rapier", "rapier-bssi"]
 
 
 def ci95(values):
-    """(mean, half-width of the 95 % CI); half-width nan with one value."""
-    a = np.asarray(values, dtype=float)
-    if a.size < 2:
-        return float(a.mean()), float("nan")
-    h = stats.t.ppf(0.975, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size)
-    return float(a.mean()), float(h)
+    """(mean, half-width of the 95 % CI); half-width nan with one value.
+
+    The project's one CI function, :func:`rapier_app.sim.metrics.mean_ci95`."""
+    return mean_ci95(values)
 
 
 def main(argv):

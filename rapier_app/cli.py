@@ -233,7 +233,8 @@ def run(args) -> dict:
         st = per[n]
         s = summarize(st["ccts"])
         s["coflows"] = st["coflows"]
-        s["avg_cct_s"], s["avg_cct_ci95_s"] = mean_ci95(st["avgs"])
+        s["avg_cct_s"], ci = mean_ci95(st["avgs"])
+        s["avg_cct_ci95_s"] = ci if ci == ci else None  # NaN (one try) -> JSON null
         s["wall_s"] = st["wall"]
         s["makespan_s"] = float(np.mean(st["makespans"]))
         s["events"] = st["events"]

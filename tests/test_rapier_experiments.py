@@ -9,14 +9,41 @@ from rapier_app.experiments.sweeps import (EXPERIMENTS, improvement, mean_ci95, 
 
 
 def test_mean_ci95_hand_computed():
-    # values 1, 2, 3: mean 2, s = 1, t_{0.975,2} = 4.303 -> half-width 4.303/sqrt(3)
+    # n = 2, values 1, 3: mean 2, s = sqrt(2); t_{0.975,1} is the Cauchy quantile
+    # tan(pi (0.975 - 1/2)) = 12.7062 -> half-width 12.7062 * sqrt(2) / sqrt(2)
+    m2, h2 = mean_ci95([1.0, 3.0])
+    assert m2 == 2.0
+    assert h2 == pytest.approx(math.tan(math.pi * 0.475), rel=1e-12)
+    assert h2 == pytest.approx(12.7062, abs=1e-4)
+    # n = 3, values 1, 2, 3: s = 1; t_{0.975,2} = 0.95 sqrt(2 / (4 * 0.975 * 0.025))
+    # (closed form for 2 degrees of freedom) = 4.30265 -> half-width 4.30265 / sqrt(3)
     m, h = mean_ci95([1.0, 2.0, 3.0])
     assert m == 2.0
-    assert h == pytest.approx(4.303 / math.sqrt(3), rel=1e-9)
+    t2 = 0.95 * math.sqrt(2 / (4 * 0.975 * 0.025))
+    assert h == pytest.approx(t2 / math.sqrt(3), rel=1e-12)
+    assert h == pytest.approx(2.48414, abs=1e-5)
+    # n = 1: the interval is undefined -> NaN half-width (not 0)
     m1, h1 = mean_ci95([5.0])
     assert m1 == 5.0 and math.isnan(h1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="values"):
         mean_ci95([])
+    with pytest.raises(ValueError, match="finite"):
+        mean_ci95([1.0, float("nan")])
+
+
+def test_one_ci_function_everywhere():
+    # rapier-sim, rapier-experiment and benchmarks/sweep_claims.py share one function
+    import importlib.util
+    import os
+
+    import rapier_app.cli as sim_cli
+    from rapier_app.sim import metrics
+    assert sim_cli.mean_ci95 is metrics.mean_ci95 is mean_ci95
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "sweep_claims.py")
+    spec = importlib.util.spec_from_file_location("sweep_claims", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.ci95([1.0, 3.0]) == mean_ci95([1.0, 3.0])
 
 
 def test_improvement_is_papers_metric():

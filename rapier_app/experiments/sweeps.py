@@ -25,6 +25,7 @@ from ..core.workload import synthetic
 from ..scheduling import make_scheduler, scheduler_names
 from ..sim import simulate
 from ..sim.bounds import coflow_lower_bounds
+from ..sim.metrics import mean_ci95  # noqa: F401  (re-exported: the one 95 % CI function)
 from .fabrics import fabric
 
 #: The paper's four schemes (Section V-B); seed schedulers are added when registered.
@@ -225,29 +226,6 @@ def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries:
 # ---------------------------------------------------------------------------------
 # statistics
 # ---------------------------------------------------------------------------------
-#: Two-sided 95% Student-t quantiles t_{0.975, df}, df = 1..30.
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
-         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
-         2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def mean_ci95(values: Sequence[float]) -> tuple:
-    """(mean, half-width of the 95% Student-t confidence interval) of ``values``.
-
-    The half-width is NaN for fewer than two values.  Source: the t interval
-    mean +- t_{0.975, n-1} s / sqrt(n).
-    Raises:
-        ValueError: ``values`` is empty.
-    """
-    a = np.asarray(list(values), dtype=float)
-    if a.size == 0:
-        raise ValueError("values: need at least one value")
-    if a.size < 2:
-        return float(a.mean()), math.nan
-    t = _T975[a.size - 2] if a.size - 1 <= len(_T975) else 1.96
-    return float(a.mean()), float(t * a.std(ddof=1) / math.sqrt(a.size))
-
-
 def improvement(cct_scheme: float, cct_baseline: float) -> float:
     """The paper's metric (Section V, "Metrics"): (CCT_base - CCT_scheme) / CCT_base."""
     return (cct_baseline - cct_scheme) / cct_baseline

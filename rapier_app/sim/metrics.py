@@ -5,9 +5,11 @@ All times in seconds.
 
 from __future__ import annotations
 
-from typing import Dict, Sequence
+import math
+from typing import Dict, Sequence, Tuple
 
 import numpy as np
+from scipy import stats
 
 
 def summarize(ccts: Sequence[float]) -> Dict[str, float]:
@@ -46,20 +48,31 @@ def improvement(cct_1: float, cct_2: float) -> float:
     return (cct_2 - cct_1) / cct_2
 
 
-def mean_ci95(values: Sequence[float]) -> tuple:
-    """Mean and half-width of a 95% confidence interval (Student t) over tries.
+def mean_ci95(values: Sequence[float]) -> Tuple[float, float]:
+    """Mean and half-width of the two-sided 95 % Student-t confidence interval.
 
-    Returns ``(mean, half_width)``; the half-width is 0 for a single value.
+    ``half_width = t_{0.975, n-1} * s / sqrt(n)`` with ``s`` the sample standard
+    deviation (ddof=1) and the quantile from ``scipy.stats.t.ppf``.  This is the one
+    CI function of the project (rapier-sim tries, rapier-experiment summaries,
+    benchmarks/sweep_claims.py).
+
+    Args:
+        values: n >= 1 numbers (e.g. average CCTs in seconds, one per try).
+
+    Returns:
+        ``(mean, half_width)`` in the unit of ``values``.  With a single value the
+        interval is undefined and the half-width is NaN (not 0: one try says
+        nothing about the spread).
+
+    Raises:
+        ValueError: ``values`` is empty or holds a NaN or an infinity.
     """
     a = np.asarray(list(values), dtype=float)
     if a.size == 0:
-        raise ValueError("values: empty")
+        raise ValueError("values: need at least one value")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"values: must be finite, got {a.tolist()}")
     if a.size == 1:
-        return float(a[0]), 0.0
-    # two-sided 97.5% t quantiles for df = 1..30, then the normal value
-    t = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
-         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
-         2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-    df = a.size - 1
-    q = t[df - 1] if df <= len(t) else 1.960
-    return float(a.mean()), float(q * a.std(ddof=1) / np.sqrt(a.size))
+        return float(a[0]), math.nan
+    q = float(stats.t.ppf(0.975, a.size - 1))
+    return float(a.mean()), float(q * a.std(ddof=1) / math.sqrt(a.size))
