@@ -18,6 +18,13 @@ be far from reachable in loaded runs.
 
 When every flow has a single candidate path the LP is not needed:
 ``alpha* = min_l C_l / (sum of v_j over flows crossing l)`` (closed form).
+Otherwise (4) is solved on commodities (:func:`~rapier_app.scheduling.rapier.
+solve_lp4_aggregated`: flows between the same first-hop and last-hop switches
+pooled, host links as bounds on alpha), the exact reformulation the RAPIER
+scheduler uses: the same optimum alpha* as the per-flow LP, so the same bound, from
+an LP about 10x smaller on trace coflows (30 Facebook coflows on a k=10 fat-tree:
+57 s -> 8 s here).  The per-flow LP remains for coflows where no two flows share a
+commodity.
 
 Units: sizes in bytes, capacities in bit/s, bounds in seconds.
 """
@@ -25,7 +32,7 @@ Units: sizes in bytes, capacities in bit/s, bounds in seconds.
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -58,11 +65,20 @@ def coflow_lower_bound(topology: Topology, coflow: CoflowSpec,
     Source: RAPIER Section IV-A, model (4) (and model (2) with fixed routes for the
     single-path closed form).
     """
-    from ..scheduling.rapier import solve_lp4
+    from ..scheduling.rapier import solve_lp4, solve_lp4_aggregated
 
     cap = topology.capacity.astype(float)
     vols = np.array([f.size_bytes * BITS for f in coflow.flows])
-    paths = [topology.candidate_paths(f.src, f.dst, max_paths) for f in coflow.flows]
+    pair_mats: Dict[tuple, tuple] = {}
+    paths, mats = [], []
+    for f in coflow.flows:
+        pm = pair_mats.get((f.src, f.dst))
+        if pm is None:
+            ps = topology.candidate_paths(f.src, f.dst, max_paths)
+            pm = (ps, _link_matrix(topology, ps))
+            pair_mats[(f.src, f.dst)] = pm
+        paths.append(pm[0])
+        mats.append(pm[1])
     if all(len(ps) == 1 for ps in paths):
         load = np.zeros(len(cap))
         for v, ps in zip(vols, paths):
@@ -70,27 +86,53 @@ def coflow_lower_bound(topology: Topology, coflow: CoflowSpec,
         used = load > 0
         alpha = float(np.min(cap[used] / load[used]))
     else:
-        alpha, _, _, _ = solve_lp4(topology, vols, paths, cap, solver)
+        agg = None
+        if all(m is not None for m in mats):
+            agg = solve_lp4_aggregated(vols, mats, cap, solver)
+        if agg is not None:
+            alpha = agg[0]
+        else:
+            alpha, _, _, _ = solve_lp4(topology, vols, paths, cap, solver,
+                                       link_mats=mats if all(m is not None for m in mats)
+                                       else None)
     if not alpha > 0:
         return math.inf
     return 1.0 / alpha
 
 
+def _link_matrix(topology: Topology, paths: Sequence[tuple]) -> Optional[np.ndarray]:
+    """(paths x hops) int array of the link indices of ``paths``; None when the paths
+    have different lengths (then the per-flow LP is built from the paths)."""
+    links = [topology.path_links(p) for p in paths]
+    if len({len(a) for a in links}) != 1:
+        return None
+    return np.stack(links)
+
+
 def coflow_lower_bounds(topology: Topology, coflows: Sequence[CoflowSpec],
-                        max_paths: Optional[int] = None,
-                        solver: str = "GLOP") -> Dict[str, float]:
+                        max_paths: Optional[int] = None, solver: str = "GLOP",
+                        progress: Optional[Callable[[int, int], None]] = None
+                        ) -> Dict[str, float]:
     """Per-coflow CCT lower bounds: ``{coflow_id: seconds}``.
 
     See :func:`coflow_lower_bound` (same arguments and errors) and the module
-    docstring for why this is a bound.  Source: RAPIER Section IV-A, model (4).
+    docstring for why this is a bound.  ``progress``, if given, is called as
+    ``progress(done, total)`` after each coflow (coflows counted).
+    Source: RAPIER Section IV-A, model (4).
     """
-    return {c.coflow_id: coflow_lower_bound(topology, c, max_paths, solver) for c in coflows}
+    out: Dict[str, float] = {}
+    for i, c in enumerate(coflows):
+        out[c.coflow_id] = coflow_lower_bound(topology, c, max_paths, solver)
+        if progress is not None:
+            progress(i + 1, len(coflows))
+    return out
 
 
 def avg_cct_lower_bound(topology: Topology, coflows: Sequence[CoflowSpec],
-                        max_paths: Optional[int] = None, solver: str = "GLOP") -> float:
+                        max_paths: Optional[int] = None, solver: str = "GLOP",
+                        progress: Optional[Callable[[int, int], None]] = None) -> float:
     """Lower bound (seconds) on the average CCT of ``coflows``: the mean of the
-    per-coflow bounds of :func:`coflow_lower_bounds`.
+    per-coflow bounds of :func:`coflow_lower_bounds` (``progress`` as there).
 
     Raises:
         ValueError: ``coflows`` is empty.
@@ -98,5 +140,5 @@ def avg_cct_lower_bound(topology: Topology, coflows: Sequence[CoflowSpec],
     """
     if not coflows:
         raise ValueError("coflows: need at least one coflow for an average")
-    b = coflow_lower_bounds(topology, coflows, max_paths, solver)
+    b = coflow_lower_bounds(topology, coflows, max_paths, solver, progress)
     return float(np.mean(list(b.values())))
