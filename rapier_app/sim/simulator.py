@@ -467,9 +467,11 @@ class Simulator:
                 rem_all = np.maximum(size[act_idx] - sent[act_idx], 0.0)
                 fin_all = np.full(m, math.inf)
                 if n_sel:
-                    ends = now + ttf
+                    # flows that finish in the interval end at min(own time, t_next);
+                    # the others stay inf (np.minimum first: inf must survive it)
+                    ends = np.minimum(now + ttf, t_next)
                     ends[ttf > dt * (1 + 1e-9) + 1e-12] = math.inf
-                    fin_all[sel_arr] = np.minimum(ends, t_next)
+                    fin_all[sel_arr] = ends
                 self.event_log.append(EventRecord(
                     now, t_next, [f.flow_id for f in act_flows],
                     list(path_pos),
