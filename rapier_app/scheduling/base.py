@@ -58,6 +58,15 @@ class Scheduler:
             life, always as the same tuple object (sticky ECMP); the simulator then
             validates a path once, when the flow first sends, instead of checking
             at every decision point that the path object is unchanged.
+        work_conserving: what the scheme promises about idle capacity, checked by
+            :mod:`rapier_app.sim.checker` between decision points.  None (default):
+            nothing (a scheme may hold flows back on purpose, e.g. Philae's pilots).
+            ``"path"``: every flow with bytes left has a link at capacity on its
+            path (its own, fixed path; a waiting flow: the path it is given when it
+            sends), so no flow could send faster without taking from another.
+            ``"candidates"``: as ``"path"`` for sending flows, and a waiting flow has
+            a link at capacity on every candidate path (the scheme may route a waiting
+            flow on any candidate path, RAPIER Algorithm 3's AssignBandwidth).
 
     Args:
         topology: the fabric (capacities in bit/s, candidate paths).
@@ -70,6 +79,7 @@ class Scheduler:
     reschedule_on = "flow"
     reads_progress = True
     sticky_paths = False
+    work_conserving = None
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
         self.topology = topology

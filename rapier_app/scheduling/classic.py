@@ -206,6 +206,8 @@ class Baseline(_Routed):
     """
 
     reads_progress = False  # ECMP routes are cached; max-min needs no byte counts
+    #: max-min fair (progressive filling): every flow ends on a saturated link
+    work_conserving = "path"
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         flows, paths, _, lens, lidx, _, _ = self._active_routes(coflows, (0, 1, 3, 4))
@@ -234,6 +236,8 @@ class RoutingOnly(_Routed):
 
     #: remaining bytes are read only when new flows are placed, i.e. at arrivals
     reads_progress = "arrivals"
+    #: max-min fair on the chosen paths: every flow ends on a saturated link
+    work_conserving = "path"
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         topo = self.topology
@@ -344,6 +348,9 @@ class Varys(_Routed):
     reschedule_on = "flow"
     #: bytes sent are read only at full passes (coflow arrivals and completions)
     reads_progress = "coflow-events"
+    #: greedy work conservation (full passes and flow events) on fixed ECMP paths:
+    #: every flow ends with a link at zero residual on its path
+    work_conserving = "path"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  routes: Optional[Mapping[str, Sequence[str]]] = None,

@@ -543,6 +543,9 @@ class Fifo(_SeedScheduler):
 
     clairvoyant = False
     reads_progress = False  # the order needs only arrival times; no byte counters
+    #: strict priority by water-filling on what earlier coflows left: every flow
+    #: ends on a saturated link (back-filling, Aalo Table 1's "next coflow")
+    work_conserving = "path"
 
     def plan(self, now, coflows, rates):
         order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
@@ -596,6 +599,9 @@ class Aalo(_SeedScheduler):
     clairvoyant = False
     #: D-CLAS reads only each coflow's total bytes sent (the coordinator's view)
     reads_progress = "coflow"
+    #: the final strict pass water-fills what the weighted rounds left (Pseudocode
+    #: 1 line 14: unused share goes to the other queues)
+    work_conserving = "path"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  K: int = 10, E: float = 10.0, q1_hi: float = 10 * MIB, delta: float = 0.010,
@@ -757,6 +763,9 @@ class Philae(Aalo):
     #: pilots, estimates and contention need completions and endpoints only: no
     #: byte counters of unfinished flows
     reads_progress = False
+    #: not work conserving: a piloting coflow's other flows wait for its pilots
+    #: even on idle links (Section 2, step 2 of the class docstring)
+    work_conserving = None
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  metric: str = "contention", K: int = 10, E: float = 10.0,
@@ -1028,6 +1037,9 @@ class Sincronia(_SeedScheduler):
 
     #: remaining bytes come from the simulator's counters (see ``flow_sent``)
     reads_progress = "vector"
+    #: Algorithm 2's greedy (each flow takes its path's residual) or max-min, over
+    #: ordered coflows then orphans (Section 4.4): every flow ends on a full link
+    work_conserving = "path"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  epoch_s: float = 0.1, growth: float = 2.0, epochs_per_horizon: int = 8,
@@ -1223,6 +1235,9 @@ class Optas(_SeedScheduler):
     clairvoyant = False
     #: per-flow bytes sent come from the simulator's counters (see ``flow_sent``)
     reads_progress = "vector"
+    #: tiny coflows water-filled in FIFO order, then large ones water-filled on
+    #: what is left: every flow ends on a saturated link
+    work_conserving = "path"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  threshold: float = MIB):
