@@ -69,7 +69,8 @@ def plot_group(path: str, experiment: str, fabric_name: str, sizes: str,
     a2.set_ylabel("improvement over baseline (%)")
     a2.set_title(f"(b) sizes {sizes}")
     a2.axhline(0, color="gray", lw=0.5)
-    a2.legend(fontsize=7)
+    if a2.get_legend_handles_labels()[0]:  # empty with baseline alone
+        a2.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)

@@ -17,7 +17,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -191,36 +191,136 @@ def check_decision_points(path: str, reschedule_on: Optional[str]) -> List[dict]
     return old
 
 
+@dataclass(frozen=True)
+class Task:
+    """One unit of work of a sweep: every scheme in ``schemes`` on one point.
+
+    A point is (experiment, fabric, x, try); try ``i`` uses workload seed
+    ``base_seed + i`` (also each scheduler's ECMP seed), so a task gives the same
+    rows wherever it runs (a worker process, a Dask worker, or alone with
+    ``rapier-experiment point``).  Picklable: it is what :mod:`.parallel` ships to
+    workers.
+
+    Attributes:
+        experiment: a key of :data:`EXPERIMENTS`.
+        fabric: a key of :data:`~rapier_app.experiments.fabrics.FABRICS`.
+        x: the swept value (width in flows, number of coflows or interval in s).
+        try_index: the try number i (>= 0).
+        seed: the workload and ECMP seed.
+        sizes: the flow-size spec (MB), e.g. ``uniform:1,10``.
+        schemes: scheduler names, run in this order.
+        reschedule: the simulator's decision points ("flow", "coflow"; None: each
+            scheduler's own, recorded as "auto").
+    """
+
+    experiment: str
+    fabric: str
+    x: float
+    try_index: int
+    seed: int
+    sizes: str
+    schemes: Tuple[str, ...]
+    reschedule: Optional[str] = None
+
+    def label(self) -> str:
+        """Short human name of the point, e.g. ``width fattree512 x=16 seed=1``."""
+        return f"{self.experiment} {self.fabric} x={self.x:g} seed={self.seed}"
+
+    def as_dict(self) -> dict:
+        """The task as JSON-ready data (``schemes`` as a list)."""
+        return {"experiment": self.experiment, "fabric": self.fabric, "x": self.x,
+                "try": self.try_index, "seed": self.seed, "sizes": self.sizes,
+                "schemes": list(self.schemes), "reschedule": self.reschedule or "auto"}
+
+    def command(self) -> str:
+        """The ``rapier-experiment point`` command that runs this task alone."""
+        cmd = (f"rapier-experiment point --experiment {self.experiment} --fabric "
+               f"{self.fabric} --x {self.x:g} --seed {self.seed} --schemes "
+               f"{','.join(self.schemes)} --sizes {self.sizes}")
+        return cmd + (f" --reschedule {self.reschedule}" if self.reschedule else "")
+
+
+def run_key(row: dict) -> tuple:
+    """The identity of a run in runs.csv: (experiment, fabric, x, seed, sizes, scheme)."""
+    return (row["experiment"], row["fabric"], float(row["x"]), int(row["seed"]), row["sizes"],
+            row["scheme"])
+
+
+def plan_tasks(experiment: str, fabric_name: str, values: Sequence[float], tries: int,
+               schemes: Sequence[str], sizes: str = DEFAULT_SIZES, base_seed: int = 1,
+               reschedule_on: Optional[str] = None) -> List[Task]:
+    """The grid of a sweep as tasks, x-major then try (the serial run's order).
+
+    Raises:
+        ValueError: unknown ``experiment`` or ``fabric_name``, ``tries`` < 1, or no
+            scheme or no x value (each message names the field).
+    """
+    from .fabrics import FABRICS
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"experiment: unknown {experiment!r} (known: {', '.join(EXPERIMENTS)})")
+    if fabric_name not in FABRICS:
+        raise ValueError(f"fabric: unknown {fabric_name!r} (known: {', '.join(FABRICS)})")
+    if tries < 1:
+        raise ValueError(f"tries: must be >= 1, got {tries}")
+    if not schemes:
+        raise ValueError("schemes: empty")
+    if not values:
+        raise ValueError("values: no x value")
+    return [Task(experiment, fabric_name, float(x), i, base_seed + i, sizes, tuple(schemes),
+                 reschedule_on) for x in values for i in range(tries)]
+
+
+def pending(tasks: Iterable[Task], done: set) -> List[Task]:
+    """``tasks`` less the runs whose :func:`run_key` is in ``done``; tasks with no
+    scheme left are dropped (this is what makes a sweep resumable)."""
+    out = []
+    for t in tasks:
+        left = tuple(s for s in t.schemes
+                     if (t.experiment, t.fabric, t.x, t.seed, t.sizes, s) not in done)
+        if left:
+            out.append(Task(t.experiment, t.fabric, t.x, t.try_index, t.seed, t.sizes, left,
+                            t.reschedule))
+    return out
+
+
+def run_task(task: Task) -> List[dict]:
+    """Run one task (:func:`run_point` without logging); one row (RUN_FIELDS) per
+    scheme.  Top-level so that process pools and Dask workers can pickle it."""
+    return run_point(task.experiment, task.fabric, task.x, task.seed, task.schemes,
+                     task.sizes, task.try_index, None, task.reschedule)
+
+
 def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries: int,
               schemes: Sequence[str], out_dir: str, sizes: str = DEFAULT_SIZES,
-              base_seed: int = 1, log=print,
-              reschedule_on: Optional[str] = None) -> List[dict]:
+              base_seed: int = 1, log=print, reschedule_on: Optional[str] = None,
+              jobs: int = 1, dask=None, quiet: bool = True) -> List[dict]:
     """Run ``tries`` tries of every x in ``values``; append to ``out_dir/runs.csv``,
     skipping (experiment, fabric, x, seed, sizes, scheme) runs already recorded.
+
+    Args:
+        jobs: worker processes on this machine (1: in this process).
+        dask: a Dask scheduler address, ``local[:N]`` or a ``distributed.Client``
+            (see :func:`rapier_app.experiments.parallel.execute`).
+        log: called with one line per finished run (None: silent).
+        quiet: no progress bar.
+
+    Returns:
+        The new rows, in the order they finished.
 
     Raises:
         ValueError: ``runs.csv`` already holds rows made with other decision points
             (its ``reschedule`` column); averaging them with these would mix two
             simulations, so the message asks for another ``out_dir``.
+        RuntimeError: a point failed (the message names it); rows of the points that
+            finished before are kept in runs.csv.
     """
+    from .parallel import execute
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "runs.csv")
     old = check_decision_points(path, reschedule_on)
-    done = {(r["experiment"], r["fabric"], float(r["x"]), r["seed"], r["sizes"], r["scheme"])
-            for r in old}
-    rows = []
-    for x in values:
-        for i in range(tries):
-            seed = base_seed + i
-            todo = [s for s in schemes
-                    if (experiment, fabric_name, float(x), seed, sizes, s) not in done]
-            if not todo:
-                continue
-            new = run_point(experiment, fabric_name, x, seed, todo, sizes, i, log,
-                            reschedule_on)
-            append_runs(path, new)
-            rows += new
-    return rows
+    todo = pending(plan_tasks(experiment, fabric_name, values, tries, schemes, sizes,
+                              base_seed, reschedule_on), {run_key(r) for r in old})
+    return execute(todo, path, jobs=jobs, dask=dask, log=log, quiet=quiet)
 
 
 # ---------------------------------------------------------------------------------

@@ -1,0 +1,192 @@
+"""Run sweep tasks serially, on a local process pool or on a Dask cluster.
+
+Every backend runs the same :func:`~rapier_app.experiments.sweeps.run_task` on the
+same :class:`~rapier_app.experiments.sweeps.Task` objects; a task's rows depend only
+on the task (its seed), so the rows, CCTs included, are bit-identical whichever
+backend ran them.  Only the *order* of the rows in runs.csv follows the order in
+which the points finished.
+
+The calling process is the only writer of runs.csv: workers return rows and the
+parent appends them as each point finishes, so an interrupted sweep keeps every
+finished point and ``rapier-experiment run`` resumes from there.
+
+Backends:
+
+* ``jobs=1``: in this process, in grid order;
+* ``jobs=N``: :class:`concurrent.futures.ProcessPoolExecutor` with N workers
+  (``forkserver`` start method: no fork of a process that may hold threads);
+* ``dask=ADDRESS``: a :class:`distributed.Client` to a running Dask scheduler
+  (``tcp://host:8786``), ``local`` / ``local:N`` for a
+  :class:`distributed.LocalCluster` of N single-threaded worker processes started
+  here, or a ``Client`` object.  The workers need this package installed (the same
+  version); on SLURM/PBS start them with ``dask-jobqueue`` (docs/experiments.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Callable, List, Optional, Sequence
+
+from .sweeps import Task, append_runs, run_task
+
+LOG = logging.getLogger("rapier_app.experiments")
+
+
+def _row_line(r: dict) -> str:
+    return (f"{r['experiment']} {r['fabric']} x={r['x']:g} seed={r['seed']} {r['scheme']}: "
+            f"avg CCT {r['avg_cct_s']:.4f} s (bound {r['lower_bound_s']:.4f} s, "
+            f"x{r['ratio_to_bound']:.2f}), {r['wall_s']:.1f} s wall")
+
+
+def progress_bar(total: int, quiet: bool, desc: str):
+    """A tqdm bar over ``total`` points on stderr; disabled with ``quiet`` or when
+    stderr is not a terminal (the project's progress convention)."""
+    try:
+        from ..progress import make_bar  # shared helper, when present
+        return make_bar(total=total, desc=desc, unit="point", quiet=quiet)
+    except (ImportError, TypeError, AttributeError):
+        from tqdm import tqdm
+        return tqdm(total=total, desc=desc, unit="point", file=sys.stderr,
+                    disable=quiet or not sys.stderr.isatty(), dynamic_ncols=True)
+
+
+def parse_jobs(jobs: int) -> int:
+    """``jobs`` checked: an int >= 1 (0 means one per CPU of this machine).
+
+    Raises:
+        ValueError: negative ``jobs``.
+    """
+    if jobs < 0:
+        raise ValueError(f"jobs: must be >= 0 (0: one per CPU), got {jobs}")
+    return jobs or (os.cpu_count() or 1)
+
+
+def _dask_client(dask):
+    """(client, owned): a ``distributed.Client`` for ``dask`` and whether we made it
+    (and so must close it, with its LocalCluster)."""
+    from distributed import Client, LocalCluster
+    if isinstance(dask, Client):
+        return dask, False
+    if not isinstance(dask, str) or not dask:
+        raise ValueError(f"dask: expected an address, 'local[:N]' or a Client, got {dask!r}")
+    if dask == "local" or dask.startswith("local:"):
+        n = dask.partition(":")[2] or "2"
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"dask: 'local:N' needs N >= 1 workers, got {dask!r}")
+        cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        return Client(cluster), True
+    return Client(dask, timeout=30), True
+
+
+def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
+            log: Optional[Callable[[str], None]] = None, quiet: bool = True,
+            stats: Optional[dict] = None) -> List[dict]:
+    """Run ``tasks`` and append each one's rows to ``runs_path`` as it finishes.
+
+    Args:
+        tasks: the points to run (already filtered of finished runs).
+        runs_path: the runs CSV (:data:`~rapier_app.experiments.sweeps.RUN_FIELDS`);
+            written only by this process.
+        jobs: local worker processes (1: run here; 0: one per CPU).
+        dask: None, or a Dask scheduler address, ``local[:N]`` or a
+            ``distributed.Client`` (then ``jobs`` must be 1).
+        log: called with one line per finished run (also logged at INFO on the
+            ``rapier_app.experiments`` logger when None).
+        quiet: no progress bar.
+        stats: if a dict, filled with ``points``, ``wall_s`` (this call, seconds)
+            and ``backend``.
+
+    Returns:
+        The rows, in the order the points finished.
+
+    Raises:
+        ValueError: both ``jobs`` > 1 and ``dask``, or a bad ``jobs``/``dask``.
+        RuntimeError: a point raised (message: the point and the error); the
+            remaining points are cancelled, finished ones stay in ``runs_path``.
+    """
+    jobs = parse_jobs(jobs)
+    if dask is not None and jobs > 1:
+        raise ValueError("jobs: --jobs and --dask exclude each other (the Dask cluster "
+                         "decides the parallelism)")
+    emit = log or LOG.info
+    rows: List[dict] = []
+    t0 = time.perf_counter()
+
+    def done(task: Task, new: List[dict]) -> None:
+        append_runs(runs_path, new)
+        rows.extend(new)
+        for r in new:
+            emit(_row_line(r))
+
+    backend = "serial" if dask is None and jobs == 1 else \
+        (f"processes:{jobs}" if dask is None else f"dask:{dask if isinstance(dask, str) else 'client'}")
+    bar = progress_bar(len(tasks), quiet, "points")
+    try:
+        if not tasks:
+            pass
+        elif dask is None and jobs == 1:
+            for t in tasks:
+                done(t, _run_named(t))
+                bar.update(1)
+        elif dask is None:
+            ctx = multiprocessing.get_context("forkserver")
+            with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
+                futs = {ex.submit(run_task, t): t for t in tasks}
+                try:
+                    for f in as_completed(futs):
+                        done(futs[f], _result(f, futs[f]))
+                        bar.update(1)
+                except BaseException:
+                    for f in futs:
+                        f.cancel()
+                    raise
+        else:
+            _run_dask(tasks, dask, done, bar)
+    finally:
+        bar.close()
+        if stats is not None:
+            stats.update(points=len(tasks), wall_s=time.perf_counter() - t0, backend=backend)
+    return rows
+
+
+def _run_named(task: Task) -> List[dict]:
+    try:
+        return run_task(task)
+    except Exception as exc:
+        raise RuntimeError(f"point {task.label()} failed: {exc}") from exc
+
+
+def _result(fut, task: Task) -> List[dict]:
+    try:
+        return fut.result()
+    except Exception as exc:
+        raise RuntimeError(f"point {task.label()} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _run_dask(tasks: Sequence[Task], dask, done, bar) -> None:
+    from distributed import as_completed as dask_completed
+    client, owned = _dask_client(dask)
+    try:
+        futs = {client.submit(run_task, t, pure=False,
+                              key=f"rapier-point-{t.experiment}-{t.fabric}-{t.x:g}-{t.seed}-"
+                                  f"{i}"): t
+                for i, t in enumerate(tasks)}
+        try:
+            for f in dask_completed(list(futs)):
+                done(futs[f], _result(f, futs[f]))
+                bar.update(1)
+        except BaseException:
+            client.cancel(list(futs))
+            raise
+    finally:
+        if owned:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
