@@ -1,4 +1,4 @@
-"""Workloads: the coflow-benchmark trace reader, RAPIER's synthetic generator and
+"""Workloads: the coflow-benchmark trace reader and writer, RAPIER's synthetic generator and
 the paper's named scenarios.
 
 Sizes are bytes, times seconds.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from topologies import Topology, TopologyError, build_topology
 
@@ -141,6 +141,117 @@ def _parse_trace_line(path: str, ln_no: int, line: str, ports: int) -> TraceCofl
     if len(tok) != 4 + m + r:
         raise WorkloadError(f"{where}: {len(tok) - 4 - m - r} extra fields after the reducers")
     return TraceCoflow(cid, arrival, mappers, tuple(reducers))
+
+
+def _exact_decimal(target: float, back: Callable[[float], float], guess: float) -> float:
+    """A float x near ``guess`` with ``back(x) == target`` exactly (searching up to 64
+    ulps either side), else ``guess``: the value to write so that the reader's
+    arithmetic gives back ``target`` bit for bit."""
+    import math
+
+    if back(guess) == target:
+        return guess
+    lo = hi = guess
+    for _ in range(64):
+        lo, hi = math.nextafter(lo, -math.inf), math.nextafter(hi, math.inf)
+        for x in (lo, hi):
+            if back(x) == target:
+                return x
+    return guess
+
+
+def coflows_to_trace(coflows: Sequence[CoflowSpec], hosts: Sequence[str],
+                     reshape: bool = False) -> Tuple[Trace, List[str]]:
+    """The coflow-benchmark trace of a workload (the inverse of
+    :func:`trace_to_coflows` with port p = ``hosts[p]``).
+
+    A coflow is *trace-shaped* when its flows are exactly the pairs of (distinct
+    senders) x (distinct receivers), each once, every flow into one receiver of the
+    same size, at least 1 MiB: it is written losslessly (mappers and reducers in
+    order of first appearance; a reducer's MB chosen so that the reader's
+    ``MB * 2^20 / mappers`` gives back the flow size bit for bit).  Any other coflow
+    (e.g. RAPIER's synthetic ones, which take only the first WIDTH pairs and draw a
+    size per flow) cannot be expressed in the format; with ``reshape`` it is written
+    as its senders x its receivers with each receiver's total bytes (the reader then
+    spreads them evenly over the senders), otherwise it is an error.  Arrival
+    times are written in whole milliseconds (CoflowSim parses them as integers), so
+    an arrival is kept exactly only when it is a whole number of ms.
+
+    Args:
+        coflows: the workload (sizes in bytes, arrivals in seconds).
+        hosts: the hosts, port p being ``hosts[p]`` (e.g. ``topology.hosts``); the
+            header announces ``len(hosts)`` ports.
+        reshape: write non-trace-shaped coflows approximately instead of failing.
+
+    Returns:
+        ``(trace, ids of the reshaped coflows)``.
+
+    Raises:
+        WorkloadError: a flow on a host not in ``hosts``; a coflow id with
+            whitespace; a non-trace-shaped coflow without ``reshape``.
+    """
+    port = {h: p for p, h in enumerate(hosts)}
+    out, reshaped = [], []
+    for c in coflows:
+        if not c.coflow_id or any(ch.isspace() for ch in c.coflow_id):
+            raise WorkloadError(f"coflow id: {c.coflow_id!r} is empty or has whitespace "
+                                f"(a trace field)")
+        for f in c.flows:
+            for h in (f.src, f.dst):
+                if h not in port:
+                    raise WorkloadError(f"coflow {c.coflow_id}: host {h!r} of flow "
+                                        f"{f.flow_id} is not one of the trace's hosts")
+        senders = list(dict.fromkeys(f.src for f in c.flows))
+        receivers = list(dict.fromkeys(f.dst for f in c.flows))
+        m = len(senders)
+        size = {}
+        for f in c.flows:
+            size.setdefault((f.src, f.dst), []).append(f.size_bytes)
+        per_recv = {r: {size.get((s_, r), [None])[0] for s_ in senders} for r in receivers}
+        shaped = (len(c.flows) == m * len(receivers) and len(size) == len(c.flows)
+                  and all(len(v) == 1 and None not in v and next(iter(v)) >= MIB
+                          for v in per_recv.values()))
+        if not shaped and not reshape:
+            raise WorkloadError(f"coflow {c.coflow_id}: not expressible as a trace line "
+                                f"(needs every sender x receiver pair once, equal sizes "
+                                f"per receiver, >= 1 MiB); pass reshape=True to write "
+                                f"per-receiver totals")
+        reducers = []
+        for r in receivers:
+            if shaped:
+                fs = next(iter(per_recv[r]))
+                mb = _exact_decimal(fs, lambda x: _split_reducer(x, m), fs * m / MIB)
+            else:
+                mb = sum(f.size_bytes for f in c.flows if f.dst == r) / MIB
+            reducers.append((port[r], mb))
+        if not shaped:
+            reshaped.append(c.coflow_id)
+        out.append(TraceCoflow(c.coflow_id, float(round(c.arrival_s * 1000.0)),
+                               tuple(port[s_] for s_ in senders), tuple(reducers)))
+    return Trace(len(hosts), tuple(out)), reshaped
+
+
+def write_trace(path: str, trace: Trace) -> None:
+    """Write ``trace`` in the coflow-benchmark format that :func:`read_trace` (and
+    CoflowSim) reads: ``<ports> <coflows>``, then per coflow ``<id> <arrival ms>
+    <m> <mapper ports> <r> <port>:<MB>...``.  Arrival ms are written as integers
+    (rounded), MB as Python's shortest round-trip ``repr`` (``648.0``, as in
+    ``FB2010-1Hr-150-0.txt``), so
+    ``read_trace(path) == trace`` whenever every arrival is a whole ms.
+
+    Raises:
+        WorkloadError: the file cannot be written.
+    """
+    lines = [f"{trace.ports} {len(trace.coflows)}"]
+    for c in trace.coflows:
+        red = " ".join(f"{p}:{float(mb)!r}" for p, mb in c.reducers)
+        lines.append(f"{c.coflow_id} {int(round(c.arrival_ms))} {len(c.mappers)} "
+                     f"{' '.join(str(p) for p in c.mappers)} {len(c.reducers)} {red}")
+    try:
+        with open(path, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+    except OSError as exc:
+        raise WorkloadError(f"write-trace: cannot write {path}: {exc.strerror}") from None
 
 
 def port_mapping(trace_ports: int, topology: Topology, seed: int = 0,
