@@ -125,7 +125,8 @@ class Simulator:
         coflows: the workload (any order; sorted by arrival then id).
         scheduler: the scheduler instance (fresh: schedulers keep state).
         progress: optional callback ``progress(done_coflows, total_coflows, now_s)``
-            called after each coflow completes.
+            called after each coflow completes; the coflow's record is then the last
+            of ``self.result.coflows`` (the :class:`SimResult` being built).
         record_flows: keep per-flow records (memory grows with the flow count).
         max_events: safety limit on decision points (SimulationError beyond).
         reschedule_on: when the scheduler is called, besides coflow arrivals and its
@@ -205,7 +206,7 @@ class Simulator:
         cap = topo.capacity
         n_links = len(cap)
         cap_limit = cap * (1 + CAPACITY_SLACK) + 1e-6
-        res = SimResult(self.scheduler.name)
+        res = self.result = SimResult(self.scheduler.name)
         res.bytes_offered = sum(c.total_bytes for c in self.specs)
         arrivals = list(self.specs)
         ai = 0
