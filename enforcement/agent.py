@@ -16,6 +16,10 @@ A *limit* is ``{"flow_id": "1/0", "src_ip": "10.0.0.1", "dst_ip": "10.0.0.4",
 bit/s).  Bad JSON or an invalid field gives 400 naming the field; an unknown path
 404; a ``tc`` failure 500 (the agent then rebuilds its tree from the last good state).
 
+The commands of one change (from :func:`enforcement.tc.plan`) go to one ``tc -batch -``
+process (:func:`run_tc_batch`); ``--tc-each`` runs one ``tc`` process per command
+instead.  Timings (1,000 flows) are in ``enforcement/README.md``.
+
 The agent listens on TCP (``--listen 0.0.0.0:7070``, the default) or on a Unix socket
 (``--listen unix:/tmp/rapier-agents/h1.sock``; the controller reaches agents inside
 Mininet hosts that way).  It installs its root HTB qdisc on start, and deletes it on
@@ -31,6 +35,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import signal
 import socketserver
 import subprocess
@@ -41,16 +46,12 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 from . import tc
-from .tc import Command, RequestError, TcState
+from .tc import Command, RequestError, TcError, TcState
 
 LOG = logging.getLogger("rapier-agent")
 DEFAULT_LISTEN = "0.0.0.0:7070"
 #: Largest request body accepted, bytes.
 MAX_BODY_BYTES = 4 * 1024 * 1024
-
-
-class TcError(RuntimeError):
-    """A tc command failed; the message holds the command and tc's stderr."""
 
 
 def run_tc(cmd: Command) -> None:
@@ -60,29 +61,72 @@ def run_tc(cmd: Command) -> None:
         raise TcError(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr.strip()}")
 
 
+def run_tc_batch(cmds: Sequence[Command]) -> None:
+    """Run tc commands (argv lists starting with ``tc``) in one ``tc -batch -`` process.
+
+    tc stops at the first failing command; the commands before it stay applied (as
+    with one process per command).  Measured on this machine: 1,000 flows (2,000
+    commands) in 0.08 s, against 4.1 s with one process per command
+    (``enforcement/README.md``).
+
+    Raises:
+        TcError: a command failed; the message names it (from tc's
+            ``Command failed -:LINE``) and holds tc's stderr.
+        ValueError: a command does not start with ``tc`` or has a token with white
+            space or a newline (tc's batch syntax could not carry it).
+    """
+    cmds = list(cmds)
+    if not cmds:
+        return
+    for c in cmds:
+        if c[:1] != ["tc"] or any(not t or any(ch.isspace() for ch in t) for t in c):
+            raise ValueError(f"cmds: not a tc argv list batch can carry: {c!r}")
+    if len(cmds) == 1:
+        run_tc(cmds[0])
+        return
+    text = "".join(" ".join(c[1:]) + "\n" for c in cmds)
+    res = subprocess.run(["tc", "-batch", "-"], input=text, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        m = re.search(r"Command failed -:(\d+)", res.stderr)
+        line = int(m.group(1)) if m else 0
+        what = " ".join(cmds[line - 1]) if 1 <= line <= len(cmds) else "tc -batch"
+        raise TcError(f"{what}: exit {res.returncode}: {res.stderr.strip()}")
+
+
 class Enforcer:
     """Applies limit sets to one interface, keeping :class:`~enforcement.tc.TcState`.
 
     Args:
         iface: interface name (egress of the host's traffic).
-        runner: callable executing one command (argv list); raises on failure.
-            Defaults to :func:`run_tc`; tests pass a recorder.
+        runner: callable executing one command (argv list); raises on failure.  Given
+            (tests pass a recorder), every command goes through it one by one.
+            Default: the commands of one change go to :func:`run_tc_batch` together
+            (one ``tc`` process per change, not per command).
         enforce: False to record limits without running any command.
+        batch: callable executing a list of commands at once; default
+            :func:`run_tc_batch` when ``runner`` is not given, else none.
 
     Thread-safe: one (re-entrant) lock serialises all changes.
     """
 
-    def __init__(self, iface: str, runner: Callable[[Command], None] = run_tc,
-                 enforce: bool = True):
+    def __init__(self, iface: str, runner: Optional[Callable[[Command], None]] = None,
+                 enforce: bool = True,
+                 batch: Optional[Callable[[Sequence[Command]], None]] = None):
         self.iface = iface
-        self.runner = runner
+        self.runner = runner if runner is not None else run_tc
+        self.batch = batch if batch is not None else (run_tc_batch if runner is None else None)
         self.enforce = enforce
         self.state = TcState(iface)
         self.lock = threading.RLock()
         self.started = False
 
     def _run(self, cmds: Sequence[Command]) -> None:
-        if self.enforce:
+        if not self.enforce or not cmds:
+            return
+        if self.batch is not None:
+            self.batch(cmds)
+        else:
             for c in cmds:
                 self.runner(c)
 
@@ -386,6 +430,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="interface to shape (default: the only non-lo interface)")
     ap.add_argument("--no-enforce", action="store_true",
                     help="accept and record limits, run no tc command")
+    ap.add_argument("--tc-each", action="store_true",
+                    help="one tc process per command instead of one 'tc -batch' per "
+                         "change (slower; shows each command's own error)")
     ap.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
@@ -396,7 +443,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (RuntimeError, ValueError) as exc:
         print(f"rapier-agent: {exc}", file=sys.stderr)
         return 2
-    enforcer = Enforcer(iface, enforce=not args.no_enforce)
+    enforcer = Enforcer(iface, runner=run_tc if args.tc_each else None,
+                        enforce=not args.no_enforce)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -51,6 +51,11 @@ REQUIRED_FIELDS = ("flow_id", "src_ip", "dst_ip", "rate_bps")
 Command = List[str]
 
 
+class TcError(RuntimeError):
+    """A tc command failed (by subprocess or netlink); the message holds the command
+    and the tool's or kernel's error text."""
+
+
 class RequestError(ValueError):
     """A request field is missing or invalid.
 

@@ -76,7 +76,7 @@ else
     echo 'setuptools<58' > "$constraint"
     PIP_CONSTRAINT="$constraint" "${PIP[@]}" install -q "ryu==4.34"
     rm -f "$constraint"
-    log "pip: installing the controller's pins (eventlet 0.33.3, dnspython>=2, pyroute2)"
+    log "pip: installing the controller's pins (eventlet 0.33.3, dnspython>=2)"
     "${PIP[@]}" install -q -r "$REPO/requirements-controller.txt"
     echo "$want_stamp" > "$STAMP"
 fi

@@ -282,10 +282,12 @@ def test_default_iface(tmp_path):
 
 
 def test_daemon_over_tcp_exits_cleanly_and_removes_qdisc(tmp_path):
-    """The real ``main()`` in a subprocess, with a fake ``tc`` on PATH that logs argv."""
+    """The real ``main()`` in a subprocess, with a fake ``tc`` on PATH that logs argv
+    (one line per command; ``tc -batch -``, the agent's default, logs its stdin lines)."""
     log = tmp_path / "tc.log"
     fake = tmp_path / "tc"
-    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\n")
+    fake.write_text(f"#!/bin/sh\nif [ \"$1\" = -batch ]; then cat >> {log}; "
+                    f"else echo \"$@\" >> {log}; fi\n")
     fake.chmod(0o755)
     env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}",
                PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -316,3 +318,46 @@ def test_daemon_over_tcp_exits_cleanly_and_removes_qdisc(tmp_path):
     assert lines[0] == "qdisc replace dev eth9 root handle 1: htb default 0"
     assert lines[1].startswith("class add dev eth9 parent 1: classid 1:10 htb rate 10000000bit")
     assert lines[-1] == "qdisc del dev eth9 root"
+
+
+# ------------------------------------------------------------------ tc -batch (issue 15)
+def test_batch_runner_sends_all_commands_to_one_tc_and_names_the_failing_one(tmp_path,
+                                                                            monkeypatch):
+    """``run_tc_batch``: one ``tc -batch -`` process gets every command (argv without
+    the leading ``tc``, one per line); on failure the error names the command of the
+    line tc reports (``Command failed -:2`` -> the second command)."""
+    log = tmp_path / "tc.log"
+    fake = tmp_path / "tc"
+    fake.write_text(f"#!/bin/sh\necho \"ARGV $@\" >> {log}\ncat >> {log}\n"
+                    f"if grep -q FAIL {log}; then echo 'RTNETLINK answers: File exists' >&2; "
+                    f"echo 'Command failed -:2' >&2; exit 1; fi\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    cmds = tc.add_commands(IF, 16, lim("a", 5e6, 5001))
+    agent.run_tc_batch(cmds)
+    assert log.read_text().splitlines() == ["ARGV -batch -", " ".join(cmds[0][1:]),
+                                            " ".join(cmds[1][1:])]
+    log.write_text("")
+    bad = [cmds[0], cmds[1][:-1] + ["FAIL"], tc.class_del_command(IF, 16)]
+    with pytest.raises(agent.TcError, match=r"^tc filter add dev h1-eth0 .* flowid FAIL: exit 1: "
+                                            r"RTNETLINK answers: File exists"):
+        agent.run_tc_batch(bad)
+    with pytest.raises(ValueError, match="cmds"):
+        agent.run_tc_batch([["tc", "class", "add", "dev", "eth 0"], cmds[0]])
+    agent.run_tc_batch([])  # nothing to do: no process
+
+
+def test_enforcer_default_batches_one_change_into_one_call():
+    """Without a per-command runner the Enforcer hands a whole change to its batch
+    runner: PUT of 2 new flows = 4 commands in one call; a repeated PUT none."""
+    calls = []
+    enf = agent.Enforcer(IF, batch=calls.append)
+    enf.start()
+    assert [len(c) for c in calls] == [1]
+    assert enf.replace_all([lim("a", 5e6, 5001), lim("b", 6e6, 5002)]) == 4
+    assert [len(c) for c in calls] == [1, 4]
+    assert calls[1][0] == tc.class_command(IF, 16, 5_000_000)
+    assert enf.replace_all([lim("a", 5e6, 5001), lim("b", 6e6, 5002)]) == 0
+    assert len(calls) == 2
+    assert agent.Enforcer(IF).batch is agent.run_tc_batch
+    assert agent.Enforcer(IF, runner=calls.append).batch is None

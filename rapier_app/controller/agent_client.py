@@ -3,8 +3,9 @@
 The agent listens either on TCP (``http://IP:PORT``, a real deployment) or on a Unix
 socket (``unix:/tmp/rapier-agents/h1.sock``, Mininet: hosts live in network
 namespaces that the root namespace cannot reach over IP but share the filesystem).
-Both are served here with :mod:`http.client`; the Unix form subclasses
-:class:`http.client.HTTPConnection` and overrides :meth:`connect`.
+The transport is the project's one HTTP client, :mod:`enforcement.client`
+(:mod:`http.client`, with a Unix-socket connection); this module adds the
+controller's error policy (:class:`AgentError` for every failure) on top.
 
 API used (the agent's contract):
 
@@ -21,54 +22,31 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 from typing import Any, Optional, Tuple
-from urllib.parse import urlsplit
+
+from enforcement.client import UnixHTTPConnection
+from enforcement.client import connection_for as _connection_for
 
 
 class AgentError(RuntimeError):
     """The agent could not be reached, timed out, or answered an error status."""
 
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTP/1.1 over an ``AF_UNIX`` stream socket at ``socket_path``."""
-
-    def __init__(self, socket_path: str, timeout: float = 1.0):
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = socket_path
-
-    def connect(self) -> None:
-        """Connect to the Unix socket (raises OSError if absent or refused)."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self.socket_path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 def connection_for(base_url: str, timeout: float) -> Tuple[http.client.HTTPConnection, str]:
-    """A connection and the path prefix for an agent base URL.
+    """A connection and the path prefix for an agent base URL
+    (:func:`enforcement.client.connection_for`).
 
     Args:
         base_url: ``http://HOST:PORT[/prefix]`` or ``unix:/path/to.sock``.
         timeout: socket timeout in seconds.
 
     Raises:
-        AgentError: unsupported URL scheme.
+        AgentError: unsupported URL scheme (message names ``agent_url``).
     """
-    if base_url.startswith("unix:"):
-        path = base_url[len("unix:"):]
-        if path.startswith("//"):
-            path = path[2:]
-        return UnixHTTPConnection(path, timeout), ""
-    parts = urlsplit(base_url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise AgentError(f"agent_url: unsupported agent URL {base_url!r}")
-    return (http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout),
-            parts.path.rstrip("/"))
+    try:
+        return _connection_for(base_url, timeout)
+    except ValueError:
+        raise AgentError(f"agent_url: unsupported agent URL {base_url!r}") from None
 
 
 def request(base_url: str, method: str, path: str, body: Optional[bytes] = None,
@@ -116,3 +94,7 @@ def health(base_url: str, timeout: float = 1.0) -> bool:
     except AgentError:
         return False
     return status == 200 and isinstance(data, dict) and data.get("ok") is True
+
+
+__all__ = ["AgentError", "UnixHTTPConnection", "connection_for", "health", "put_flows",
+           "request"]
