@@ -30,7 +30,7 @@ import sys
 import time
 from typing import List, Optional
 
-from .. import __version__
+from ..cli_common import add_common_arguments, log_level
 from .fabrics import FABRICS, fabric
 from .sweeps import (DEFAULT_SIZES, EXPERIMENTS, available_schemes, check_decision_points,
                      pending, plan_tasks, read_runs, run_key, run_point, run_sweep)
@@ -90,11 +90,11 @@ def resolve_out(out: Optional[str], prefix: str = "rapier-experiment") -> str:
 
 def _setup_logging(a, out_dir: Optional[str] = None, filename: str = "experiment.log",
                    fmt_file: str = "%(asctime)s %(message)s") -> List[logging.Handler]:
-    """Log lines of ``rapier_app.experiments`` to stdout (INFO; WARNING with -q;
-    DEBUG with -v) and, when ``out_dir`` is given, appended to ``out_dir/filename``
+    """Log lines of ``rapier_app.experiments`` to stdout (INFO; WARNING with -q,
+    ERROR with -qq; DEBUG with -v) and, when ``out_dir`` is given, appended to ``out_dir/filename``
     (standard :class:`logging.FileHandler`, one write per message).  Returns the
     handlers, removed again by :func:`_close_logging`."""
-    level = logging.WARNING if a.quiet else (logging.DEBUG if a.verbose else logging.INFO)
+    level = log_level(a, logging.INFO)
     LOG.setLevel(logging.DEBUG)
     LOG.propagate = False
     out = logging.StreamHandler(sys.stdout)
@@ -135,6 +135,8 @@ def _grid(a) -> list:
 def cmd_run(a) -> int:
     """``run``: sweeps (resumable, appended to <out>/runs.csv as points finish), then
     the report."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
     from .parallel import execute
     tasks = _grid(a)  # checks the arguments before anything is created
     a.out = resolve_out(a.out)
@@ -150,7 +152,8 @@ def cmd_run(a) -> int:
         if not todo:
             LOG.info("# every run of the grid is already in %s: nothing to run", path)
         stats: dict = {}
-        execute(todo, path, jobs=a.jobs, dask=a.dask, quiet=a.quiet, stats=stats)
+        with logging_redirect_tqdm(loggers=[LOG]):  # row lines do not break the bar
+            execute(todo, path, jobs=a.jobs, dask=a.dask, quiet=a.quiet > 0, stats=stats)
         if todo:
             LOG.info("# %d points in %.1f s wall (%s)", stats["points"], stats["wall_s"],
                      stats["backend"])
@@ -186,7 +189,7 @@ def cmd_point(a) -> int:
     from .sweeps import append_runs
     if a.out:  # refuse before running, not after
         check_decision_points(os.path.join(a.out, "runs.csv"), _mode(a))
-    log = None if a.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    log = None if a.quiet > 0 else (lambda m: print(m, file=sys.stderr, flush=True))
     rows = run_point(a.experiment, a.fabric, a.x, a.seed, _schemes(a.schemes), a.sizes,
                      log=log, reschedule_on=_mode(a))
     if a.out:
@@ -309,13 +312,19 @@ def _grid_args(r: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rapier-experiment`` argument parser."""
+    quiet_help = "no progress bar nor per-run lines (-qq: errors only)"
+    verbose_help = "debug lines too"
+    # -v/-q after the subcommand too; SUPPRESS keeps an absent one from resetting a
+    # -v/-q given before it (rapier_app.cli_common's convention, counting)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-q", "--quiet", action="store_true",
-                        help="only warnings and errors; no progress bar")
-    common.add_argument("-v", "--verbose", action="store_true", help="debug messages")
+    g = common.add_mutually_exclusive_group()
+    g.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help=verbose_help)
+    g.add_argument("-q", "--quiet", action="count", default=argparse.SUPPRESS,
+                   help=quiet_help)
     p = argparse.ArgumentParser(prog="rapier-experiment", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_common_arguments(p, quiet_help=quiet_help, verbose_help=verbose_help)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", parents=[common],
                        help="run a sweep (resumable, parallel) and rebuild the report")

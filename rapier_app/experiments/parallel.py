@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, List, Optional, Sequence
@@ -44,15 +43,11 @@ def _row_line(r: dict) -> str:
 
 
 def progress_bar(total: int, quiet: bool, desc: str):
-    """A tqdm bar over ``total`` points on stderr; disabled with ``quiet`` or when
-    stderr is not a terminal (the project's progress convention)."""
-    try:
-        from ..progress import make_bar  # shared helper, when present
-        return make_bar(total=total, desc=desc, unit="point", quiet=quiet)
-    except (ImportError, TypeError, AttributeError):
-        from tqdm import tqdm
-        return tqdm(total=total, desc=desc, unit="point", file=sys.stderr,
-                    disable=quiet or not sys.stderr.isatty(), dynamic_ncols=True)
+    """The project's tqdm bar (:func:`rapier_app.progress.bar`) over ``total`` points
+    on stderr: percent, rate and ETA; a plain line every few seconds when stderr is
+    not a terminal; nothing with ``quiet``."""
+    from ..progress import bar, progress_enabled
+    return bar(total, desc, unit="point", enabled=progress_enabled(quiet=quiet))
 
 
 def parse_jobs(jobs: int) -> int:
