@@ -1,0 +1,183 @@
+"""Philae: pilot-flow sampling (Jajoo, Hu, Lin; seed 001), Sections 2-3: registered
+as ``philae``.  Non-clairvoyant.
+
+Units: bytes for sizes, bit/s for rates, seconds for times.  Built on
+:class:`.aalo.Aalo`'s queues and weighted passes (:mod:`.seedbase`); readings where
+the paper is silent: the class docstring and ``docs/seed-schedulers.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from topologies import Topology
+
+from ..core.model import CoflowState
+from .aalo import Aalo
+from .base import SchedulerError, register
+from .seedbase import MIB, _Group
+
+@register("philae")
+class Philae(Aalo):
+    """Philae: sampling-based non-clairvoyant coflow scheduling (seed 001).
+
+    Source: Philae (Jajoo, Hu, Lin), Section 2 ("pre-schedules sampled flows, called
+    pilot flows, of each coflow and uses their measured sizes to estimate the coflow
+    size.  It then resorts to SJF"), Section 2.1 (pilot flows on the least-busy
+    ports; one out of the flows of each sender; fewer than 1% of the flows of wide
+    coflows), Section 2.3 / Table 1 (size estimated once, on the completion of all
+    pilot flows; reordering on coflow arrival/completion and, for the contention
+    policy, on contention changes), abstract ("shortest is determined using the
+    learned coflow sizes and coflow contention").
+
+    Algorithm as implemented:
+
+    1. Pilots.  When a coflow first appears, p = min(#distinct senders, #distinct
+       receivers) pilot flows are chosen, at most one per sender: senders are taken
+       in increasing contention of their uplink (number of other live coflows with an
+       active flow on it), and each takes its flow whose receiver downlink has the
+       least contention, preferring receivers no other pilot uses; ties by flow order.
+       (For an m x r shuffle, min(m, r) <= 1% of m*r once m, r >= 100.)
+    2. Piloting coflows' pilot flows are served first, strict priority, FIFO among
+       piloting coflows, max-min among a coflow's pilots; their other flows wait.
+    3. When all pilots have finished, the mean pilot size s (bytes, now known) is the
+       estimate of the coflow's flow size; the coflow's estimated remaining size is
+       s * (number of unfinished flows).
+    4. Estimated coflows are ordered shortest-first by ``metric``: ``"size"`` (the
+       estimated remaining bytes) or ``"contention"`` (estimated remaining bytes
+       times the number of live coflows, itself included, that share an access
+       link with it).  Default: ``"contention"``, the abstract's policy.
+    5. Starvation freedom (the mechanism's text is lost in the seed): the estimated
+       coflows are grouped in K exponentially spaced classes of the metric (Q1hi, E as
+       Aalo's) served with weighted sharing (class weight ``weight_base ** (K-i)``,
+       i.e. the public simulator's time-split factor 10), shortest-first within a
+       class; every class gets a non-zero share, so no coflow starves.
+
+    Args:
+        metric: ``"contention"`` or ``"size"``.
+        K, E, q1_hi: classes of the metric as in :class:`Aalo` (bytes).
+        weight_base: ratio of consecutive class weights (> 1).
+        rounds: weighted rounds before the final strict pass.
+
+    Raises:
+        SchedulerError: unknown metric or bad numbers.
+    """
+
+    clairvoyant = False
+    #: pilots, estimates and contention need completions and endpoints only: no
+    #: byte counters of unfinished flows
+    reads_progress = False
+    #: not work conserving: a piloting coflow's other flows wait for its pilots
+    #: even on idle links (Section 2, step 2 of the class docstring)
+    work_conserving = None
+
+    def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
+                 metric: str = "contention", K: int = 10, E: float = 10.0,
+                 q1_hi: float = 10 * MIB, weight_base: float = 10.0, rounds: int = 2):
+        super().__init__(topology, seed, max_paths, K=K, E=E, q1_hi=q1_hi, delta=0.0,
+                         rounds=rounds)
+        if metric not in ("contention", "size"):
+            raise SchedulerError(f"metric: must be 'contention' or 'size', got {metric!r}")
+        if not weight_base > 1:
+            raise SchedulerError(f"weight_base: must be > 1, got {weight_base!r}")
+        self.metric = metric
+        self.weight_base = float(weight_base)
+        self._pilots: Dict[str, set] = {}       # coflow_id -> pilot flow ids
+        self._estimate: Dict[str, float] = {}   # coflow_id -> mean flow size (bytes)
+
+    def weight(self, q: int) -> float:
+        """Weight of 0-based class q: ``weight_base ** (K - 1 - q)``."""
+        return float(self.weight_base ** (self.K - 1 - q))
+
+    def next_wakeup(self, now: float) -> Optional[float]:
+        """None: Philae is event triggered (Table 1), it needs no periodic call."""
+        return None  # Philae is event triggered (Table 1): no periodic work
+
+    @staticmethod
+    def _ports(g: _Group, i: int) -> Tuple[int, int]:
+        return int(g.ports[0][i]), int(g.ports[1][i])
+
+    def choose_pilots(self, c: CoflowState, live: Sequence[CoflowState]) -> set:
+        """Pick ``c``'s pilot flow ids (step 1 of the class docstring)."""
+        g = self.group(c)
+        busy: Dict[int, int] = {}
+        for o in live:
+            if o.coflow_id == c.coflow_id:
+                continue
+            og = self.group(o)
+            for l in np.unique(og.P[og.P < self._L]):
+                busy[int(l)] = busy.get(int(l), 0) + 1
+        by_sender: Dict[str, List[int]] = {}
+        for i, f in enumerate(g.flows):
+            by_sender.setdefault(f.src, []).append(i)
+        receivers = {f.dst for f in g.flows}
+        p = max(1, min(len(by_sender), len(receivers)))
+        senders = sorted(by_sender, key=lambda s: (busy.get(self._ports(g, by_sender[s][0])[0], 0),
+                                                   by_sender[s][0]))
+        chosen, used_rx = set(), set()
+        for s in senders[:p]:
+            cand = sorted(by_sender[s], key=lambda i: (g.flows[i].dst in used_rx,
+                                                       busy.get(self._ports(g, i)[1], 0), i))
+            i = cand[0]
+            chosen.add(g.flows[i].flow_id)
+            used_rx.add(g.flows[i].dst)
+        return chosen
+
+    def _contention(self, coflows: Sequence[CoflowState]) -> Dict[str, int]:
+        """Per coflow, the number of live coflows (itself included) sharing an
+        access link (first or last link of a path) with one of its active flows."""
+        if not coflows:
+            return {}
+        M = np.zeros((len(coflows), self._L + 1), dtype=np.float32)
+        for i, c in enumerate(coflows):
+            g = self.group(c)
+            M[i, g.ports[0]] = 1.0
+            M[i, g.ports[1]] = 1.0
+        share = (M @ M.T) > 0
+        return {c.coflow_id: int(n) for c, n in zip(coflows, share.sum(axis=1))}
+
+    def plan(self, now, coflows, rates):
+        live_ids = {c.coflow_id for c in coflows}
+        for d in (self._pilots, self._estimate):
+            for cid in [k for k in d if k not in live_ids]:
+                del d[cid]
+        arrival = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
+        for c in arrival:
+            if c.coflow_id not in self._pilots and c.coflow_id not in self._estimate:
+                self._pilots[c.coflow_id] = self.choose_pilots(c, coflows)
+        piloting, estimated = [], []
+        for c in arrival:
+            pil = self._pilots.get(c.coflow_id)
+            if pil is not None:
+                done = [f for f in c.flows if f.flow_id in pil and f.done]
+                if len(done) == len(pil):
+                    self._estimate[c.coflow_id] = float(np.mean([f.size_bytes for f in done]))
+                    del self._pilots[c.coflow_id]
+                else:
+                    piloting.append(c)
+                    continue
+            estimated.append(c)
+        res = self.fresh_residual()
+        pilot_groups = []
+        for c in piloting:
+            g = self.group(c)
+            pil = self._pilots[c.coflow_id]
+            pilot_groups.append((g, np.array([f.flow_id in pil for f in g.flows])))
+        self.strict_pass(pilot_groups, res, rates)
+        cont = self._contention(coflows) if self.metric == "contention" else {}
+        key = {}
+        for c in estimated:
+            v = self._estimate[c.coflow_id] * len(c.active_flows())
+            key[c.coflow_id] = v * cont.get(c.coflow_id, 1)
+        estimated.sort(key=lambda c: (key[c.coflow_id], c.arrival_s, c.coflow_id))
+        byq: List[List[CoflowState]] = [[] for _ in range(self.K)]
+        for c in estimated:
+            byq[self.queue_of(key[c.coflow_id])].append(c)
+        queues = [(self.weight(q), [(self.group(c), None)
+                                    for c in byq[q]]) for q in range(self.K) if byq[q]]
+        self.weighted_pass(queues, res, rates, self.rounds)
+        self.strict_pass([gm for _, groups in queues for gm in groups], res, rates)
+        order = [c.coflow_id for c in piloting] + [c.coflow_id for q in byq for c in q]
+        return order, {"piloting": [c.coflow_id for c in piloting]}

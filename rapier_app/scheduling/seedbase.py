@@ -1,0 +1,530 @@
+"""Shared machinery of the seed papers' schedulers (Aalo, Philae, Sincronia, OPTAS, FIFO).
+
+:class:`_SeedScheduler` routes every flow by sticky ECMP (a flow keeps the path
+:meth:`Scheduler.ecmp_path` hashes it to), as the seed papers assume a big switch or
+ECMP fabric, caches each coflow's padded link matrix (:class:`_Group`), and offers
+the allocation passes the families build on: :meth:`_SeedScheduler.strict_pass`
+(strict priority, max-min fair inside a coflow) and
+:meth:`_SeedScheduler.weighted_pass` (Aalo Pseudocode 1's weighted sharing across
+queues), from the vectorised primitives :func:`waterfill` (progressive filling,
+Bertsekas and Gallager, Data Networks, Section 6.5.2) and :func:`greedy_rates`
+(Sincronia Algorithm 2).  The controller enforces rates, not priorities, so priority
+disciplines are turned into rates by these passes.
+
+One module per family: :mod:`.fifo`, :mod:`.aalo`, :mod:`.philae`,
+:mod:`.sincronia`, :mod:`.optas`; :mod:`.seeds` re-exports them all.
+
+Units: bytes for sizes and counters, bit/s for rates and capacities, seconds for
+times.
+
+Information model: the non-clairvoyant classes set ``clairvoyant = False``; they read
+only endpoints, ``bytes_sent``, completions and (after completion) sizes.  The
+:class:`~rapier_app.core.model.FlowState` guard raises ``InformationError`` if they
+ask for anything else.
+"""
+
+from __future__ import annotations
+
+from itertools import compress, repeat
+from operator import attrgetter, is_
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from topologies import Topology
+
+from ..core.model import CoflowState, FlowState, Schedule
+from .base import Scheduler, SchedulerError, _dedup
+
+_FINISH = attrgetter("finish_s")
+_SENT = attrgetter("bytes_sent")
+_IDX = attrgetter("_sim_idx")
+
+
+# Row reductions over a padded link matrix P (flows x path width), one column at a
+# time: numpy's axis=1 reductions over rows this narrow (2-6 links) are 5-20x slower
+# than a short loop of 1-D gathers.  Same values as ``vals[P].min(axis=1)`` etc.
+def _row_all(flag: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: True when ``flag`` holds on every link (bool array)."""
+    if P.shape[1] == 0:
+        return np.ones(P.shape[0], dtype=bool)
+    out = flag[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        out &= flag[P[:, k]]
+    return out
+
+
+def _row_any(flag: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: True when ``flag`` holds on some link (bool array)."""
+    if P.shape[1] == 0:
+        return np.zeros(P.shape[0], dtype=bool)
+    out = flag[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        out |= flag[P[:, k]]
+    return out
+
+
+def _row_min(vals: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: the smallest ``vals`` over its links."""
+    out = vals[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        np.minimum(out, vals[P[:, k]], out=out)
+    return out
+
+
+def _row_max(vals: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per row of ``P``: the largest ``vals`` over its links."""
+    out = vals[P[:, 0]]
+    for k in range(1, P.shape[1]):
+        np.maximum(out, vals[P[:, k]], out=out)
+    return out
+
+BITS = 8.0
+MIB = float(1 << 20)
+#: Relative tolerance below which a link's residual capacity counts as zero.
+REL_TOL = 1e-9
+#: Relative tolerance for "a counter has reached a threshold".
+CROSS_TOL = 1e-9
+
+
+# ---------------------------------------------------------------------------------
+# vectorised allocation primitives (padded link matrices)
+# ---------------------------------------------------------------------------------
+def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray,
+              index: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
+    """Max-min fair rates for the flows whose link rows are ``P``, in place.
+
+    Args:
+        P: int matrix (flows x width); row i lists the link indices of flow i's path,
+            padded with the dummy index ``len(residual) - 1`` whose residual is ``inf``.
+        residual: per link (plus the dummy) the capacity still free, in bit/s.  It is
+            reduced in place by the rates given.
+        tol: per link, the residual (bit/s) at or below which the link is saturated.
+        index: optional ``link_index(P, len(residual))`` of this very ``P``, when the
+            caller caches it.
+
+    Returns:
+        Rates in bit/s (one per row).  Flows crossing an already saturated link get 0;
+        every other flow ends with a saturated link on its path (progressive filling,
+        Bertsekas and Gallager, Data Networks, Section 6.5.2).
+
+    Raises:
+        SchedulerError: a flow crosses no link.
+
+    Small inputs run the plain loop; from ``WATERFILL_INCREMENTAL`` rows on, the link
+    counts are kept incrementally (a link's count changes only when one of its flows
+    freezes), so a wide coflow costs O(entries + iterations x links) instead of
+    O(entries x iterations).  Both do the same floating-point operations in the same
+    order, so their rates and residuals are bit for bit equal.
+    """
+    n = P.shape[0]
+    if n >= WATERFILL_INCREMENTAL:
+        return _waterfill_incremental(P, residual, tol, index)
+    return _waterfill_plain(P, residual, tol)
+
+
+def link_index(P: np.ndarray, nl: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The entries of ``P`` (flows x width, link ids below ``nl``) grouped by link:
+    ``(by_link, lptr)`` with link l's entries ``by_link[lptr[l]:lptr[l + 1]]`` (flat
+    positions; the flow is position // width), in flow order."""
+    flat = P.ravel()
+    # a stable sort on 16-bit keys is a radix sort: several times faster
+    by_link = np.argsort(flat.astype(np.int16) if nl < 32767 else flat, kind="stable")
+    lptr = np.zeros(nl + 1, dtype=np.int64)
+    np.cumsum(np.bincount(flat, minlength=nl), out=lptr[1:])
+    return by_link, lptr
+
+
+#: Row count from which :func:`waterfill` keeps its link counts incrementally.
+WATERFILL_INCREMENTAL = 48
+
+
+def _waterfill_plain(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """:func:`waterfill` recounting every active flow's links per iteration."""
+    n = P.shape[0]
+    rate = np.zeros(n)
+    if n == 0:
+        return rate
+    act = _row_all(residual > tol, P)
+    nl = residual.shape[0]
+    while act.any():
+        cnt = np.bincount(P[act].ravel(), minlength=nl).astype(float)
+        cnt[-1] = 0.0
+        used = cnt > 0
+        if not used.any():  # only the dummy: a zero-hop path cannot occur here
+            raise SchedulerError("waterfill: a flow crosses no link")
+        inc = float((residual[used] / cnt[used]).min())
+        inc = max(inc, 0.0)
+        rate[act] += inc
+        residual[:-1] -= inc * cnt[:-1]
+        np.maximum(residual, 0.0, out=residual)
+        sat = residual <= tol
+        act &= ~_row_any(sat, P)
+    return rate
+
+
+def _waterfill_incremental(P: np.ndarray, residual: np.ndarray, tol: np.ndarray,
+                           index: Optional[Tuple[np.ndarray, np.ndarray]] = None
+                           ) -> np.ndarray:
+    """:func:`waterfill` with incremental link counts (same operations, same order:
+    an active flow's rate is the running sum of the increments, kept as ``level``)."""
+    n, W = P.shape
+    rate = np.zeros(n)
+    if n == 0:
+        return rate
+    act = _row_all(residual > tol, P)
+    n_act = int(np.count_nonzero(act))
+    if not n_act:
+        return rate
+    nl = residual.shape[0]
+    cnt = np.bincount(P[act].ravel(), minlength=nl).astype(float)
+    cnt[-1] = 0.0
+    # entries sorted by link: the flows of link l are by_link[lptr[l]:lptr[l+1]] // W
+    by_link, lptr = index if index is not None else link_index(P, nl)
+    slot = np.empty(n, dtype=np.int64)  # scratch for _dedup
+    was_sat = residual <= tol
+    level = 0.0
+    while n_act:
+        used = cnt > 0
+        if not used.any():
+            raise SchedulerError("waterfill: a flow crosses no link")
+        inc = float((residual[used] / cnt[used]).min())
+        inc = max(inc, 0.0)
+        level += inc
+        residual[:-1] -= inc * cnt[:-1]
+        np.maximum(residual, 0.0, out=residual)
+        sat = residual <= tol
+        new_sat = np.flatnonzero(sat & ~was_sat).tolist()
+        was_sat = sat
+        if not new_sat:
+            continue
+        ents = (by_link[lptr[new_sat[0]]:lptr[new_sat[0] + 1]] if len(new_sat) == 1 else
+                np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in new_sat]))
+        rows = ents // W
+        newly = _dedup(rows[act[rows]], slot)
+        if not newly.size:
+            continue
+        rate[newly] = level
+        act[newly] = False
+        n_act -= newly.shape[0]
+        cnt -= np.bincount(P[newly].ravel(), minlength=nl)
+        cnt[-1] = 0.0
+    return rate
+
+
+def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """Order-preserving greedy allocation: row by row, each flow takes all the
+    residual capacity left on its path (bit/s); ``residual`` is reduced in place.
+
+    This is Sincronia Algorithm 2 ("allocate entire BW to the flow if its ingress
+    and egress ports are free") generalised to paths and to partly used links: a flow
+    whose path has free capacity takes the minimum residual along it, so on a big
+    switch with uniform ports it gets the full port rate exactly when both its ports
+    are free.  Each allocation saturates a link, so the loop runs at most
+    ``#links`` times over vectorised scans.
+    """
+    n = P.shape[0]
+    rate = np.zeros(n)
+    start = 0
+    while start < n:
+        m = _row_min(residual, P[start:])
+        t = _row_max(tol, P[start:])
+        pos = np.flatnonzero(m > t)
+        if pos.size == 0:
+            break
+        i = start + int(pos[0])
+        r = float(m[pos[0]])
+        rate[i] = r
+        row = P[i]
+        residual[row[row < residual.shape[0] - 1]] -= r
+        np.maximum(residual, 0.0, out=residual)
+        start = i + 1
+    return rate
+
+
+class _Group:
+    """The active flows of one coflow (in flow order) with their sticky paths and
+    padded link rows ``P`` (flows x path width, padded with the dummy link ``L``);
+    ``idx`` holds the flows' simulator indices (``FlowState._sim_idx``) and
+    ``done_max`` the largest byte count of the coflow's finished flows."""
+
+    __slots__ = ("n", "flows", "paths", "P", "L", "idx", "done_max", "_ports", "sizes",
+                 "_index")
+
+    def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
+                 idx: np.ndarray, done_max: float):
+        self.n = len(flows)
+        self.flows = flows
+        self.paths = paths
+        self.P = P
+        self.L = L
+        self.idx = idx
+        self.done_max = done_max
+        #: flow sizes in bytes, filled by clairvoyant schedulers only (Sincronia)
+        self.sizes: Optional[np.ndarray] = None
+        self._index: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        self._ports: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
+    @property
+    def ports(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Per flow, (first link, last link) of its path: the access "ports"."""
+        if self._ports is None:
+            P, n = self.P, self.n
+            if n:
+                last = (P < self.L).sum(axis=1) - 1
+                self._ports = (P[:, 0].copy(), P[np.arange(n), last])
+            else:
+                self._ports = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return self._ports
+
+    def link_index(self, nl: int) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """Cached :func:`link_index` of ``P`` for wide groups (None for narrow ones,
+        which :func:`waterfill` serves with its plain loop)."""
+        if self.n < WATERFILL_INCREMENTAL:
+            return None
+        if self._index is None:
+            self._index = link_index(self.P, nl)
+        return self._index
+
+
+class _SeedScheduler(Scheduler):
+    """Shared machinery: sticky ECMP routes, cached per-coflow link matrices, the
+    allocation passes (strict, weighted multi-queue) and the Schedule output.
+
+    Subclasses implement :meth:`plan`, which returns per-coflow flow rates.
+    """
+
+    #: the schemes read bytes sent (queue demotion, size estimates, remaining
+    #: bytes), never a flow's current rate or path: they keep their own routes
+    reads_progress = "bytes"
+    #: a flow's path is chosen once (sticky ECMP) and emitted as the same object
+    sticky_paths = True
+
+    def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
+        super().__init__(topology, seed, max_paths)
+        cap = np.asarray(topology.capacity, dtype=float)
+        self._L = cap.shape[0]
+        self._cap = np.concatenate([cap, [np.inf]])
+        self._tol = np.concatenate([REL_TOL * np.maximum(cap, 1.0), [0.0]])
+        self._width = self._path_width(topology)
+        self._routes: Dict[str, tuple] = {}
+        self._rows: Dict[str, np.ndarray] = {}
+        self._routed: Dict[str, List[str]] = {}  # coflow_id -> flow ids routed
+        self._groups: Dict[str, _Group] = {}
+        self._last_rates: Dict[str, float] = {}  # coflow_id -> total bit/s last given
+
+    @staticmethod
+    def _path_width(topology: Topology) -> int:
+        import networkx as nx
+
+        g = topology.graph.to_undirected()
+        try:
+            d = nx.diameter(g) if nx.is_connected(g) else len(g)
+        except nx.NetworkXError:
+            d = len(g)
+        return max(2, int(d))
+
+    # -- routes and rows --------------------------------------------------------
+    def route(self, flow: FlowState) -> tuple:
+        """The flow's sticky ECMP path (chosen once, kept for the flow's life)."""
+        p = self._routes.get(flow.flow_id)
+        if p is None:
+            p = self.ecmp_path(flow)
+            self._routes[flow.flow_id] = p
+            self._routed.setdefault(flow.coflow_id, []).append(flow.flow_id)
+            links = self.topology.path_links(p)
+            if len(links) > self._width:
+                raise SchedulerError(f"path: flow {flow.flow_id} path longer than the "
+                                     f"topology diameter {self._width}")
+            row = np.full(self._width, self._L, dtype=np.int64)
+            row[:len(links)] = links
+            self._rows[flow.flow_id] = row
+        return p
+
+    def group(self, c: CoflowState) -> _Group:
+        """Cached :class:`_Group` of ``c``'s active flows.  A coflow's flow set never
+        grows, so when flows finish the cached group is filtered, not rebuilt."""
+        g = self._groups.get(c.coflow_id)
+        act = c.active_flows()
+        if g is None:
+            paths = [self.route(f) for f in act]
+            P = (np.stack([self._rows[f.flow_id] for f in act]) if act
+                 else np.zeros((0, self._width), dtype=np.int64))
+            done_max = max((f.bytes_sent for f in c.flows if f.finish_s is not None),
+                           default=0.0)
+            g = _Group(act, paths, P, self._L,
+                       np.fromiter(map(_IDX, act), np.int64, len(act)), done_max)
+            self._groups[c.coflow_id] = g
+        elif g.n != len(act):
+            # the active list is the cached flows without the finished ones, in order
+            m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool, g.n)
+            keep = m.tolist()
+            done_max = max(g.done_max, max(map(_SENT, compress(g.flows, (~m).tolist())),
+                                           default=0.0))
+            sizes = None if g.sizes is None else g.sizes[m]
+            g = _Group(act, list(compress(g.paths, keep)), g.P[m], self._L, g.idx[m],
+                       done_max)
+            g.sizes = sizes
+            self._groups[c.coflow_id] = g
+        return g
+
+    def flow_sent(self, g: _Group) -> np.ndarray:
+        """Bytes sent by each of ``g``'s active flows (float array): read from the
+        simulator's array when one is bound (``reads_progress = "vector"``), else
+        from the flows' own counters."""
+        arr = self._sent_arr
+        if arr is not None:
+            return arr[g.idx]
+        return np.fromiter(map(_SENT, g.flows), float, g.n)
+
+    def _forget(self, live: Sequence[CoflowState]) -> None:
+        ids = {c.coflow_id for c in live}
+        for cid in [k for k in self._groups if k not in ids]:
+            self._groups.pop(cid)
+            for fid in self._routed.pop(cid, []):
+                self._routes.pop(fid, None)
+                self._rows.pop(fid, None)
+            self._last_rates.pop(cid, None)
+
+    def fresh_residual(self) -> np.ndarray:  # noqa: D401
+        """Full capacities (bit/s) plus the dummy ``inf`` entry."""
+        return self._cap.copy()
+
+    # -- allocation passes ------------------------------------------------------
+    def strict_pass(self, groups: Sequence[Tuple[_Group, np.ndarray]], residual: np.ndarray,
+                    rates: Dict[str, np.ndarray]) -> None:
+        """Strict priority in the given order: each coflow's eligible flows get max-min
+        fair rates on what earlier coflows left (``mask`` selects eligible flows; ``None``
+        selects all of them)."""
+        for g, mask in groups:
+            if g.n == 0:
+                continue
+            if mask is not None:  # None selects every flow (no per-call mask checks)
+                if not mask.any():
+                    continue
+                if mask.all():
+                    mask = None
+            if mask is None:
+                r = waterfill(g.P, residual, self._tol, g.link_index(residual.shape[0]))
+            else:
+                r = waterfill(g.P[mask], residual, self._tol)
+            acc = rates[id(g)]
+            if mask is None:
+                acc += r
+            else:
+                acc[mask] += r
+
+    def joint_pass(self, groups: Sequence[_Group], residual: np.ndarray,
+                   rates: Dict[int, np.ndarray], alloc) -> None:
+        """All active flows of ``groups`` in one allocation: ``alloc(P, residual,
+        tol)`` (:func:`waterfill` or :func:`greedy_rates`) over their stacked link rows,
+        flows in group order then flow order; each group's share (bit/s) is added to
+        ``rates[id(group)]`` and ``residual`` is reduced in place."""
+        P = np.concatenate([g.P for g in groups])
+        r = alloc(P, residual, self._tol)
+        o = 0
+        for g in groups:
+            rates[id(g)] += r[o:o + g.n]
+            o += g.n
+
+    def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
+                      residual: np.ndarray, rates: Dict[str, np.ndarray], rounds: int) -> None:
+        """Weighted sharing across queues, strict order inside each queue.
+
+        Reading of Aalo Pseudocode 1 (lines 3-14) on a network of links: in each round,
+        on every link the free capacity is split among the queues that have a flow
+        able to grow across it, in proportion to the queue weights; inside its share a
+        queue serves its coflows in order (FIFO for Aalo), each coflow's flows max-min
+        fair.  Capacity a queue cannot use is offered again in the next round to the
+        queues that can still grow ("distribute unused share ... max-min among other
+        queues", line 14).  ``rounds`` such rounds are run; the caller finishes with a
+        :meth:`strict_pass` so that the result is work conserving.
+        """
+        L = self._L
+        tol = self._tol
+        for _ in range(rounds):
+            W = np.zeros(L + 1)
+            present = []
+            free = residual > tol
+            for w, groups in queues:
+                # links on which the queue has a flow that can grow (a mark per link:
+                # cheaper than np.unique's sort)
+                mark = np.zeros(L + 1, dtype=bool)
+                found = False
+                for g, mask in groups:
+                    if g.n == 0 or (mask is not None and not mask.any()):
+                        continue
+                    P = g.P if mask is None else g.P[mask]
+                    ok = _row_all(free, P)
+                    if ok.all():
+                        mark[P] = True
+                        found = True
+                    elif ok.any():
+                        mark[P[ok]] = True
+                        found = True
+                if found:
+                    mark[L] = False
+                    W[mark] += w
+                present.append(found)
+            if not any(present):
+                return
+            used = np.zeros(L + 1)
+            base = residual.copy()
+            for (w, groups), pres in zip(queues, present):
+                if not pres:
+                    continue
+                share = np.zeros(L + 1)
+                m = W[:L] > 0
+                share[:L][m] = base[:L][m] * (w / W[:L][m])
+                share[L] = np.inf
+                start = share.copy()
+                self.strict_pass(groups, share, rates)
+                used[:L] += start[:L] - share[:L]
+            residual[:L] -= used[:L]
+            np.maximum(residual, 0.0, out=residual)
+
+    # -- output -------------------------------------------------------------------
+    def emit(self, coflows: Sequence[CoflowState], rates: Dict[int, np.ndarray],
+             order: List[str], info: Optional[dict] = None) -> Schedule:
+        """Build the :class:`Schedule`: every active flow gets its path and a rate.
+
+        Returned in vector form (:meth:`Schedule.from_vectors`), flows in coflow order
+        then flow order, so the simulator applies it without per-flow lookups."""
+        last = {}
+        flows: list = []
+        paths: list = []
+        rs = []
+        for c in coflows:
+            g = self.group(c)
+            r = rates.get(id(g))
+            if r is None:
+                r = np.zeros(g.n)
+            flows.extend(g.flows)
+            paths.extend(g.paths)
+            rs.append(r)
+            last[c.coflow_id] = float(r.sum())
+        self._last_rates = last
+        return Schedule.from_vectors(flows, paths, np.concatenate(rs) if rs else np.zeros(0),
+                                     order=order, info=info or {}, tuple_paths=True)
+
+    def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
+        """Paths (sticky ECMP) and rates (bit/s) for every active flow at ``now`` (s);
+        the discipline is the subclass's :meth:`plan`."""
+        self._forget(coflows)
+        live = [c for c in coflows if c.active_flows()]
+        rates = {}
+        for c in live:
+            g = self.group(c)
+            rates[id(g)] = np.zeros(g.n)
+        order, info = self.plan(now, live, rates)
+        return self.emit(live, rates, order, info)
+
+    def plan(self, now: float, coflows: List[CoflowState],
+             rates: Dict[int, np.ndarray]) -> Tuple[List[str], dict]:
+        """Fill ``rates[id(group)]`` (bit/s per active flow); return (order, info)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def all_mask(g: _Group) -> np.ndarray:
+        """Boolean mask selecting every active flow of ``g``."""
+        return np.ones(g.n, dtype=bool)
