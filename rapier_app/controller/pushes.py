@@ -1,0 +1,95 @@
+"""Agent pushes as data: each host agent's full set of per-flow rate limits.
+
+The core never talks to an agent: it returns :class:`AgentPush` objects (one
+``PUT /v1/flows`` each, the host's complete set, ``[]`` clearing it) and the Ryu
+shell sends them with :mod:`.agent_client`.  :class:`PushBook` remembers what each host
+was last sent, so that a host is pushed only when its set changes, and again after a
+failed push.
+
+Units: rates in bit/s (integers in the JSON body).  Pure: no Ryu import, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Tuple
+
+#: Marker of a host whose last push failed (its set on the agent is unknown).
+FAILED = ("<failed>",)
+
+
+@dataclass
+class AgentPush:
+    """A ``PUT /v1/flows`` to one host agent: the full set of its rate limits.
+
+    Attributes:
+        host: host name.
+        url: agent base URL (``http://IP:PORT`` or ``unix:/path.sock``).
+        flows: list of dicts ``{flow_id, src_ip, dst_ip, proto, dst_port, rate_bps}``
+            (rate in bit/s, int); an empty list removes every limit on the host.
+    """
+
+    host: str
+    url: str
+    flows: List[Dict[str, Any]]
+
+    def body(self) -> bytes:
+        """The JSON request body."""
+        return json.dumps({"flows": self.flows}).encode()
+
+
+
+def flow_limit(flow_id: str, src_ip: str, dst_ip: str, dst_port: int,
+               rate_bps: float) -> Dict[str, Any]:
+    """One flow's entry of a push: TCP 5-tuple match and the rate as an integer
+    bit/s, at least 1 (the agent enforces its own floor, ``enforcement.tc``)."""
+    return {"flow_id": flow_id, "src_ip": src_ip, "dst_ip": dst_ip, "proto": "tcp",
+            "dst_port": dst_port, "rate_bps": int(round(max(rate_bps, 1.0)))}
+
+
+def _key(flows: List[Dict[str, Any]]) -> Tuple:
+    return tuple(tuple(sorted(d.items())) for d in flows)
+
+
+class PushBook:
+    """What each host agent was last sent (``pushed``: host -> key of its set, or
+    :data:`FAILED`) and the rate limits now wanted (``limits``: host -> flow entries).
+
+    Args:
+        url_of: host name -> the agent's base URL.
+    """
+
+    def __init__(self, url_of: Callable[[str], str]):
+        self.url_of = url_of
+        self.pushed: Dict[str, Tuple] = {}
+        self.limits: Dict[str, List[Dict[str, Any]]] = {}
+
+    def _push(self, host: str, flows: List[Dict[str, Any]]) -> AgentPush:
+        if flows:
+            self.pushed[host] = _key(flows)
+        else:
+            self.pushed.pop(host, None)
+        return AgentPush(host, self.url_of(host), flows)
+
+    def update(self, limits: Mapping[str, List[Dict[str, Any]]]) -> List[AgentPush]:
+        """Make ``limits`` the wanted sets; the pushes of every host whose set differs
+        from what it was last sent (hosts that lost all flows get ``[]``), hosts in
+        name order, each set sorted by flow id."""
+        self.limits = dict(limits)
+        out = []
+        for host in sorted(set(limits) | set(self.pushed)):
+            flows = sorted(limits.get(host, []), key=lambda d: d["flow_id"])
+            if self.pushed.get(host) != _key(flows):
+                out.append(self._push(host, flows))
+        return out
+
+    def failed(self, host: str) -> None:
+        """Mark ``host``'s set as unknown: the next :meth:`update` or :meth:`retry`
+        pushes it again."""
+        self.pushed[host] = FAILED
+
+    def retry(self) -> List[AgentPush]:
+        """Pushes of the current sets of the hosts whose last push failed."""
+        return [self._push(host, sorted(self.limits.get(host, []), key=lambda d: d["flow_id"]))
+                for host in sorted(h for h, k in self.pushed.items() if k == FAILED)]

@@ -1,0 +1,134 @@
+"""The coflow registry of the controller: coflows submitted, cancelled, listed.
+
+Part of :class:`.core.ControllerCore` (as :class:`RegistryMixin`).  Coflows are kept
+as :class:`~rapier_app.core.model.CoflowState` objects shared with the scheduler (one
+:class:`~rapier_app.core.model.InfoPolicy`, as in the simulator), each in one of the
+states ``active``, ``done`` and ``cancelled``.  Every change returns the
+reschedule's :class:`~.rules.Actions`.  Times in seconds, sizes in bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from ..core.model import CoflowState, WorkloadError, make_coflow
+from .rules import Actions, cookie_for
+from .validation import RequestError, parse_coflow_request
+
+#: The states of a coflow in the registry.
+ACTIVE, DONE, CANCELLED = "active", "done", "cancelled"
+
+
+@dataclass
+class FlowTrack:
+    """Controller-side bookkeeping of one flow.
+
+    Attributes:
+        cookie: the cookie of every rule of the flow.
+        first_dpid: dpid of the flow's first-hop switch (whose counters count).
+        last_bytes, last_packets: last raw counters of the first-hop rule.
+        offset_bytes: payload bytes accumulated before a counter reset.
+        last_payload: last payload estimate (bytes).
+        last_poll_s: time of the last counter sample (s).
+        last_change_s: time the payload estimate last grew (s).
+    """
+
+    cookie: int
+    first_dpid: int
+    last_bytes: int = 0
+    last_packets: int = 0
+    offset_bytes: float = 0.0
+    last_payload: float = 0.0
+    last_poll_s: Optional[float] = None
+    last_change_s: Optional[float] = None
+
+
+class RegistryMixin:
+    """Submit, look up, cancel and list coflows (``POST``/``GET``/``DELETE /coflows``).
+
+    Uses the core's ``topology``, ``policy``, ``coflows``, ``state``, ``ended_s``,
+    ``tracks``, ``flow_by_cookie``, ``_dpid``, ``_next_cookie``, ``_next_auto``, and
+    its :meth:`reschedule` and ``_log``.
+    """
+
+    # -- REST operations ------------------------------------------------------------
+    def submit(self, body, now: float) -> Tuple[CoflowState, Actions]:
+        """Accept a new coflow (``POST /coflows``) and reschedule.
+
+        Args:
+            body: request body (see :func:`parse_coflow_request`).
+            now: current time in seconds; becomes the coflow's arrival time.
+
+        Returns:
+            (the coflow's state, the actions of the reschedule).
+
+        Raises:
+            RequestError: 400 for bad input, duplicate coflow id, or a flow whose
+            (src, dst, dst_port) is already used by an active flow (the rules would
+            collide).  Nothing is changed then.
+        """
+        req = parse_coflow_request(body, self.topology)
+        cid = req["id"]
+        if cid is None:
+            while f"c{self._next_auto}" in self.coflows:
+                self._next_auto += 1
+            cid = f"c{self._next_auto}"
+            self._next_auto += 1
+        elif cid in self.coflows:
+            raise RequestError(400, "id", f"coflow {cid!r} already exists "
+                                          f"(state {self.state[cid]})")
+        busy = {(f.src, f.dst, f.dst_port): f.flow_id for c in self.active()
+                for f in c.active_flows()}
+        for i, (s, d, _, p) in enumerate(req["flows"]):
+            other = busy.get((s, d, p))
+            if other is not None:
+                raise RequestError(400, f"flows[{i}]", f"duplicate flow: {s}->{d} port {p} "
+                                                       f"is already used by active flow {other}")
+        try:
+            spec = make_coflow(cid, max(float(now), 0.0),
+                               [(s, d, v) for s, d, v, _ in req["flows"]], req["weight"],
+                               dst_ports=[p for *_, p in req["flows"]])
+        except WorkloadError as exc:  # defensive: validated above
+            raise RequestError(400, "flows", str(exc)) from None
+        c = CoflowState(spec, self.policy)
+        self.coflows[cid] = c
+        self.state[cid] = ACTIVE
+        for f in c.flows:
+            cookie = cookie_for(self._next_cookie)
+            self._next_cookie += 1
+            first = self.topology.attachment(f.src)[0]
+            self.tracks[f.flow_id] = FlowTrack(cookie, self._dpid[first])
+            self.flow_by_cookie[cookie] = f
+        self._log("info", "coflow %s arrived at %.3f s: %d flows, %.0f bytes", cid, now,
+                  len(c.flows), spec.total_bytes)
+        return c, self.reschedule(now)
+
+    def get(self, cid: str) -> CoflowState:
+        """The coflow ``cid``.  Raises RequestError 404 naming ``id``."""
+        c = self.coflows.get(cid)
+        if c is None:
+            raise RequestError(404, "id", f"no coflow {cid!r}")
+        return c
+
+    def cancel(self, cid: str, now: float) -> Actions:
+        """Cancel coflow ``cid`` (``DELETE /coflows/<id>``): its rules and rate limits
+        go, the others are rescheduled.
+
+        Raises:
+            RequestError: 404 for an unknown id; 400 when it is already done or
+            cancelled.
+        """
+        c = self.get(cid)
+        if self.state[cid] != ACTIVE:
+            raise RequestError(400, "id", f"coflow {cid!r} is already {self.state[cid]}")
+        self.state[cid] = CANCELLED
+        self.ended_s[cid] = now
+        for f in c.flows:
+            f.rate_bps = 0.0
+        self._log("info", "coflow %s cancelled at %.3f s", cid, now)
+        return self.reschedule(now)
+
+    def active(self) -> List[CoflowState]:
+        """Active coflows in arrival order."""
+        return [c for cid, c in self.coflows.items() if self.state[cid] == ACTIVE]

@@ -1,0 +1,177 @@
+"""Controller options (:class:`Settings`, the ``[rapier]`` section of the oslo.config
+file) and the scheduler they name (:func:`build_scheduler`).
+
+Units: bit/s for rates, seconds for times, bytes for sizes.  Part of the controller's
+pure core (:mod:`.core`); no Ryu import.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Dict, Mapping, Optional
+
+from topologies import Topology
+
+
+class SettingsError(ValueError):
+    """A controller option has a bad value; the message starts with its name."""
+
+
+@dataclass
+class Settings:
+    """Controller options (the ``[rapier]`` section of the oslo.config file).
+
+    Attributes:
+        scheduler: scheduler registry name (``rapier``, ``baseline``, ...).
+        topology: topology spec for :func:`topologies.build_topology`
+            (``leafspine:3,3,3``, ``fattree:4``, ``vl2:4,4,2``, ...).
+        link_bps: link speed override in bit/s (None: the builder's default,
+            1 Gbit/s); must match the emulated link speed for rates to be right.
+        rest_host, rest_port: REST listen address; None means Ryu's own
+            ``--wsapi-host`` / ``--wsapi-port`` (0.0.0.0:8080).
+        agent_url: URL template of the host agents, with ``{host}``, ``{ip}`` and
+            ``{port}`` placeholders; ``http://{ip}:{port}`` or
+            ``unix:/tmp/rapier-agents/{host}.sock``.  Empty: no agents (rates are
+            computed and shown, not enforced).
+        agent_port: TCP port of the agents (``{port}``).
+        agent_timeout_s: timeout of one agent HTTP call in seconds.
+        lp_time_limit_s: time limit of one LP solve in seconds (RAPIER).
+        delta_s: RAPIER's starvation threshold delta in seconds.
+        stats_interval_s: flow-stats polling period in seconds.
+        min_rate_bps: rate pushed to agents for a flow the schedule makes wait
+            (rate 0): a trickle that keeps its TCP connection alive, in bit/s.
+        header_bytes: per-packet header bytes subtracted from rule byte counters
+            to estimate payload bytes.
+        finish_slack_bytes: a flow is done when its payload estimate reaches
+            ``size_bytes - finish_slack_bytes``.
+        idle_finish_s, idle_fraction: the idle completion rule (module docstring).
+        seed: scheduler seed (ECMP hashing).
+        max_paths: cap on candidate paths per host pair (0: the whole ECMP set).
+        reschedule_on: when a flow finishes without ending its coflow, ``"flow"``
+            calls the scheduler again (RAPIER and Varys then run only their
+            work-conservation pass, which hands the finished flow's bandwidth to
+            the surviving flows, and the new rates are pushed); ``"coflow"`` keeps
+            the last decision for the remaining flows (only the finished flow's
+            rules and rate go); ``"auto"`` (default) follows the scheduler's own
+            ``reschedule_on`` (``flow`` for RAPIER and Varys: Algorithm 1 / SEBF +
+            MADD run in full when a coflow arrives or finishes, RAPIER Section
+            IV-C, work conservation alone at the other flow completions).
+    """
+
+    scheduler: str = "rapier"
+    topology: str = "leafspine:3,3,3"
+    link_bps: Optional[float] = None
+    rest_host: Optional[str] = None
+    rest_port: Optional[int] = None
+    agent_url: str = "http://{ip}:{port}"
+    agent_port: int = 7070
+    agent_timeout_s: float = 1.0
+    lp_time_limit_s: float = 5.0
+    delta_s: float = 10.0
+    stats_interval_s: float = 0.5
+    min_rate_bps: float = 100e3
+    header_bytes: int = 66
+    finish_slack_bytes: int = 1448
+    idle_finish_s: float = 2.0
+    idle_fraction: float = 0.05
+    seed: int = 0
+    max_paths: int = 0
+    reschedule_on: str = "auto"
+
+    def validate(self) -> "Settings":
+        """Check every option; return self.
+
+        Raises:
+            SettingsError: the first bad option, named (e.g. ``rest_port: ...``).
+        """
+        def positive(name: str, v, allow_none: bool = False) -> None:
+            if v is None and allow_none:
+                return
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0) \
+                    or not math.isfinite(v):
+                raise SettingsError(f"{name}: must be a positive number, got {v!r}")
+
+        if not isinstance(self.scheduler, str) or not self.scheduler:
+            raise SettingsError(f"scheduler: must be a scheduler name, got {self.scheduler!r}")
+        if not isinstance(self.topology, str) or not self.topology:
+            raise SettingsError(f"topology: must be a topology spec, got {self.topology!r}")
+        positive("link_bps", self.link_bps, allow_none=True)
+        if self.rest_port is not None and not (isinstance(self.rest_port, int)
+                                               and 0 < self.rest_port < 65536):
+            raise SettingsError(f"rest_port: must be a TCP port 1..65535, got {self.rest_port!r}")
+        if not (isinstance(self.agent_port, int) and 0 < self.agent_port < 65536):
+            raise SettingsError(f"agent_port: must be a TCP port 1..65535, got {self.agent_port!r}")
+        if self.agent_url:
+            if not (self.agent_url.startswith("http://") or self.agent_url.startswith("unix:")):
+                raise SettingsError(f"agent_url: must start with http:// or unix:, got "
+                                    f"{self.agent_url!r}")
+            try:
+                self.agent_url.format(host="h1", ip="10.0.0.1", port=1)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise SettingsError(f"agent_url: bad placeholder {exc} in {self.agent_url!r} "
+                                    f"(allowed: {{host}}, {{ip}}, {{port}})") from None
+        for name in ("agent_timeout_s", "lp_time_limit_s", "stats_interval_s",
+                     "idle_finish_s"):
+            positive(name, getattr(self, name))
+        if isinstance(self.delta_s, bool) or not isinstance(self.delta_s, (int, float)) \
+                or not self.delta_s >= 0:
+            raise SettingsError(f"delta_s: must be >= 0 seconds, got {self.delta_s!r}")
+        if not isinstance(self.min_rate_bps, (int, float)) or not self.min_rate_bps >= 0:
+            raise SettingsError(f"min_rate_bps: must be >= 0, got {self.min_rate_bps!r}")
+        for name in ("header_bytes", "finish_slack_bytes", "seed", "max_paths"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise SettingsError(f"{name}: must be an integer >= 0, got {v!r}")
+        if self.reschedule_on not in ("auto", "flow", "coflow"):
+            raise SettingsError(f"reschedule_on: must be auto, flow or coflow, got "
+                                f"{self.reschedule_on!r}")
+        if not isinstance(self.idle_fraction, (int, float)) or not 0 <= self.idle_fraction < 1:
+            raise SettingsError(f"idle_fraction: must be in [0, 1), got {self.idle_fraction!r}")
+        return self
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "Settings":
+        """Build from a mapping of option name -> value (unknown names rejected).
+
+        Raises:
+            SettingsError: unknown option name, or a bad value (see :meth:`validate`).
+        """
+        known = {f.name for f in fields(cls)}
+        for k in values:
+            if k not in known:
+                raise SettingsError(f"{k}: unknown option (known: {', '.join(sorted(known))})")
+        return cls(**dict(values)).validate()
+
+
+def build_scheduler(settings: Settings, topology: Topology):
+    """Instantiate ``settings.scheduler`` for ``topology``.
+
+    Passes ``delta_s`` and ``lp_time_limit_s`` (and ``max_paths`` when non-zero) only
+    to schedulers whose constructor takes them (RAPIER does; the baselines do not).
+
+    Raises:
+        rapier_app.scheduling.SchedulerError: unknown scheduler name.
+    """
+    from ..scheduling import REGISTRY, load_all, make_scheduler
+
+    load_all()
+    cls = REGISTRY.get(settings.scheduler)
+    params: Dict[str, Any] = {}
+    if cls is not None:
+        wanted = {"delta_s": settings.delta_s, "lp_time_limit_s": settings.lp_time_limit_s}
+        if settings.max_paths:
+            wanted["max_paths"] = settings.max_paths
+        accepted = set()
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            sig = inspect.signature(init)
+            accepted |= {n for n, p in sig.parameters.items()
+                         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            if not any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
+                break
+        params = {k: v for k, v in wanted.items() if k in accepted}
+    return make_scheduler(settings.scheduler, topology, seed=settings.seed, **params)

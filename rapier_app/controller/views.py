@@ -1,0 +1,87 @@
+"""JSON-ready views of the controller's state for the REST API (``GET /coflows``,
+``GET /coflows/<id>``, ``GET /schedule``, ``GET /topology``).
+
+Units: bytes, bit/s, seconds.  Non-finite floats become ``null``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional
+
+from ..core.model import FlowState, Schedule
+
+
+def _jsonable(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if hasattr(v, "item"):
+        return _jsonable(v.item())
+    return str(v)
+
+
+
+class ViewsMixin:
+    """The REST views of :class:`.core.ControllerCore` (reads ``coflows``, ``state``,
+    ``ended_s``, ``fallback``, ``last_schedule*``, ``installed``, ``errors``,
+    ``settings``, ``topology``; never changes them)."""
+
+    # -- views (JSON-ready) -------------------------------------------------------
+    def flow_view(self, f: FlowState) -> Dict[str, Any]:
+        """One flow for the REST API (bytes, bit/s, seconds)."""
+        return {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "src_ip": self.ip(f.src),
+                "dst_ip": self.ip(f.dst), "proto": "tcp", "dst_port": f.dst_port,
+                "size_bytes": f.spec.size_bytes, "bytes_sent": f.bytes_sent,
+                "rate_bps": f.rate_bps, "path": list(f.path) if f.path else None,
+                "state": "done" if f.done else self.state[f.coflow_id],
+                "finish_s": f.finish_s,
+                "fct_s": None if f.finish_s is None else f.finish_s - f.start_s}
+
+    def coflow_view(self, cid: str) -> Dict[str, Any]:
+        """One coflow for ``GET /coflows/<id>``.  Raises RequestError 404."""
+        c = self.get(cid)
+        return _jsonable({"id": cid, "state": self.state[cid], "arrival_s": c.arrival_s,
+                          "weight": c.weight, "width": c.width,
+                          "total_bytes": c.spec.total_bytes, "bytes_sent": c.bytes_sent,
+                          "finish_s": c.finish_s, "cct_s": c.cct_s,
+                          "ended_s": self.ended_s.get(cid),
+                          "fallback": self.fallback.get(cid),
+                          "flows": [self.flow_view(f) for f in c.flows]})
+
+    def coflows_view(self) -> List[Dict[str, Any]]:
+        """Every coflow (all states) in arrival order."""
+        return [self.coflow_view(cid) for cid in self.coflows]
+
+    def schedule_view(self) -> Dict[str, Any]:
+        """The schedule in force, for ``GET /schedule``: allocations of unfinished
+        flows only (in ``coflow`` mode the last decision outlives flows that finished
+        since), and ``reschedule_on``, the decision points in use."""
+        s = self.last_schedule or Schedule()
+        live = {f.flow_id for c in self.active() for f in c.active_flows()}
+        return _jsonable({
+            "scheduler": self.settings.scheduler, "computed_at_s": self.last_schedule_s,
+            "count": self.schedule_count, "solve_s": self.last_solve_s,
+            "reschedule_on": self.reschedule_mode(),
+            "order": list(s.order), "fallback": dict(s.fallback),
+            "allocations": {fid: {"path": list(a.path), "rate_bps": a.rate_bps}
+                            for fid, a in sorted(s.allocations.items()) if fid in live},
+            "installed_rules": len(self.installed), "info": s.info, "errors": self.errors[-20:]})
+
+    def topology_view(self, observed: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """The configured topology, its hosts' attachment points, and what was
+        observed (``observed`` as given by the shell)."""
+        topo = self.topology
+        hosts = []
+        for h in topo.hosts:
+            sw, port = topo.attachment(h)
+            d = topo.graph.nodes[h]
+            hosts.append({"name": h, "ip": d["ip"], "mac": d["mac"], "switch": sw,
+                          "dpid": self._dpid[sw], "port": port})
+        return _jsonable({"spec": self.settings.topology, **topo.to_dict(), "hosts": hosts,
+                          "observed": observed or {}})
