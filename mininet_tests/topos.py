@@ -15,10 +15,25 @@ hosts, switches and links, with
 For ``mn --custom`` (run it with the venv's ``mn`` so that networkx is importable)::
 
     .venv/bin/mn --custom mininet_tests/topos.py --topo leafspine,3,3,3 \\
-        --switch ovs,datapath=user,protocols=OpenFlow13 --controller remote --link tc
+        --switch ovsuser --controller rapier --test pingall
 
-Names: ``fattree,K``, ``vl2,DA,DI,SERVERS_PER_TOR``, ``leafspine,LEAVES,SPINES,HOSTS``,
-``spec,"<build_topology spec>"``.
+Topology names (``--topo NAME,ARG,...[,bw=MBPS]``; Mininet splits the string on
+commas, so a spec's own commas just continue it):
+
+* ``fattree[,K[,HOSTS_PER_EDGE]]`` (default ``fattree,4``);
+* ``vl2[,DA,DI[,SERVERS_PER_TOR]]`` (default ``vl2,4,4,2``);
+* ``leafspine[,LEAVES,SPINES,HOSTS]`` (default ``leafspine,3,3,3``);
+* ``spec,<build_topology spec>``, e.g. ``spec,leafspine:2,2,2`` or ``spec,fattree:4``.
+
+``bw=MBPS`` (any of them) shapes every switch-side interface to MBPS Mbit/s with
+Mininet's TCLink (set on those links, so ``--link tc`` is not needed), e.g.
+``--topo spec,leafspine:2,2,2,bw=1``.
+
+Also for ``mn``: ``--switch ovsuser`` (Open vSwitch on the userspace datapath,
+OpenFlow 1.3) and ``--controller rapier`` (a remote controller at 127.0.0.1:6653 for
+a ``ryu-manager rapier_app.controller`` started by hand).  The controller entry is
+called ``rapier``, not ``ryu``: Mininet's own ``--controller ryu`` (which starts
+``ryu-manager`` itself) stays available.
 """
 
 from __future__ import annotations
@@ -36,6 +51,7 @@ try:  # make the repository importable when mn exec()s this file
 except Exception:  # noqa: BLE001 - best effort only
     pass
 
+from mininet.link import TCLink  # noqa: E402
 from mininet.topo import Topo  # noqa: E402
 
 from topologies import Topology, TopologyError, build_topology  # noqa: E402
@@ -94,7 +110,8 @@ class DefinedTopo(Topo):
         definition: a Topology, or a spec for :func:`topologies.build_topology`
             (``"leafspine:3,3,3"``, ``"fattree:4"``, ``"vl2:4,4,2"``).
         bw_mbps: if given, switch-side interfaces are shaped to this rate (Mbit/s) with
-            Mininet's TCLink (the network must be created with ``link=TCLink``).
+            Mininet's TCLink (set as every link's class, whatever the network's
+            default link class).
 
     Raises:
         TopologyError: bad spec; bw_mbps not positive.
@@ -118,6 +135,7 @@ class DefinedTopo(Topo):
             if bw_mbps is not None:
                 opts["params1"] = {} if topo.is_host(u) else dict(shaped)
                 opts["params2"] = {} if topo.is_host(v) else dict(shaped)
+                opts["cls"] = TCLink  # shaped also under mn without --link tc
             self.addLink(u, v, port1=pu, port2=pv, **opts)
 
 
@@ -125,13 +143,49 @@ def _spec(kind: str, *args) -> str:
     return f"{kind}:" + ",".join(str(a) for a in args)
 
 
-#: ``mn --custom mininet_tests/topos.py --topo NAME,ARGS``.
+def mn_topo(kind: Optional[str], defaults: Tuple = ()):
+    """A constructor for ``mn --topo NAME,ARG,...[,bw=MBPS]``.
+
+    Args:
+        kind: topology kind of :func:`topologies.build_topology` (``"fattree"``...);
+            None for ``spec``, whose arguments are a whole spec that Mininet split at
+            its commas (``spec,leafspine:2,2,2`` arrives as ``("leafspine:2", 2, 2)``).
+        defaults: the arguments used when ``mn`` gives none.
+
+    Returns:
+        ``f(*args, bw=None) -> DefinedTopo``; ``bw`` in Mbit/s (Mininet's TCLink unit).
+
+    Raises (from the returned function):
+        TopologyError: bad or missing topology arguments, ``bw`` not a positive
+            number, or an unknown ``key=value`` option (the message names it).
+    """
+    def make(*args, **options) -> DefinedTopo:
+        unknown = sorted(set(options) - {"bw"})
+        if unknown:
+            raise TopologyError(f"{unknown[0]}: unknown --topo option (known: bw)")
+        bw = options.get("bw")
+        if bw is not None and (isinstance(bw, bool) or not isinstance(bw, (int, float))
+                               or not bw > 0):
+            raise TopologyError(f"bw: must be a positive number of Mbit/s, got {bw!r}")
+        args = args or defaults
+        if kind is None:
+            if not args:
+                raise TopologyError("spec: missing, e.g. --topo spec,leafspine:2,2,2")
+            spec = ",".join(str(a) for a in args)
+        else:
+            spec = _spec(kind, *args)
+        return DefinedTopo(spec, bw_mbps=None if bw is None else float(bw))
+
+    make.__name__ = kind or "spec"
+    return make
+
+
+#: ``mn --custom mininet_tests/topos.py --topo NAME,ARGS[,bw=MBPS]``.
 topos = {
-    "fattree": lambda k=4: DefinedTopo(_spec("fattree", k)),
-    "vl2": lambda da=4, di=4, spt=2: DefinedTopo(_spec("vl2", da, di, spt)),
-    "leafspine": lambda leaves=3, spines=3, hosts=3: DefinedTopo(
-        _spec("leafspine", leaves, spines, hosts)),
-    "spec": lambda spec="leafspine:3,3,3": DefinedTopo(spec),
+    "fattree": mn_topo("fattree", (4,)),
+    "vl2": mn_topo("vl2", (4, 4, 2)),
+    "leafspine": mn_topo("leafspine", (3, 3, 3)),
+    "spec": mn_topo(None, ("leafspine:3,3,3",)),
 }
 
 from mininet.node import OVSSwitch, RemoteController  # noqa: E402
@@ -161,9 +215,10 @@ class UserOVS(OVSSwitch):
         super().__init__(name, **kw)
 
 
-#: ``mn --custom mininet_tests/topos.py --switch ovsuser --controller ryu``.
+#: ``mn --custom mininet_tests/topos.py --switch ovsuser --controller rapier``.  Not
+#: ``ryu``: that name is Mininet's own controller (it starts ryu-manager itself).
 switches = {"ovsuser": UserOVS}
-controllers = {"ryu": RyuRemote}
+controllers = {"rapier": RyuRemote}
 
 #: The three topologies the emulation tests run (spec strings for build_topology).
 TEST_TOPOLOGIES = ("fattree:4", "vl2:4,4,2", "leafspine:3,3,3")
