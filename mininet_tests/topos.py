@@ -160,6 +160,7 @@ def mn_topo(kind: Optional[str], defaults: Tuple = ()):
             number, or an unknown ``key=value`` option (the message names it).
     """
     def make(*args, **options) -> DefinedTopo:
+        """The topology of ``mn --topo NAME,*args,**options`` (see :func:`mn_topo`)."""
         unknown = sorted(set(options) - {"bw"})
         if unknown:
             raise TopologyError(f"{unknown[0]}: unknown --topo option (known: bw)")
