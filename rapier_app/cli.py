@@ -7,10 +7,17 @@ Examples::
     rapier-sim --topology bigswitch:150 --trace ../shared/traces/FB2010-1Hr-150-0.txt \\
         --schedulers rapier,baseline,scheduling-only,routing-only --json
     rapier-sim --topology fattree:8,16 --synthetic 20,128,0.1 --tries 3
+    rapier-sim --topology fattree:4 --synthetic 5,4,0 --write-trace five.txt
+    rapier-sim --scenario fig1 --schedulers baseline,mypkg.mymod:MyScheduler
 
-Writes ``coflows.csv`` (one row per scheduler, try and coflow), ``summary.json`` and
+Writes ``coflows.csv`` (one row per scheduler, try and coflow, appended as each
+coflow finishes, so a killed run keeps what finished; sorted by arrival at the end),
+``summary.json`` (results, every option, the version and the git commit) and
 ``cct_cdf.png`` into ``--out``.  With ``--json`` stdout carries exactly one JSON
-object, keyed by scheduler name; the table and progress go to stderr.
+object, keyed by scheduler name; the table and progress go to stderr, and solvers'
+own output (HiGHS's banner) is kept off stdout at the file-descriptor level.
+Progress (tqdm) is on stderr: none with ``-q``, none with ``--json`` when stderr is
+not a terminal.
 """
 
 from __future__ import annotations
@@ -20,54 +27,29 @@ import csv
 import json
 import os
 import sys
-import time
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from topologies import TopologyError, build_topology
 
+from . import progress as pg
+from .cli_common import add_common_arguments, run_info, setup_logging, stdout_fd_to
 from .core.model import WorkloadError
-from .core.workload import (SCENARIOS, port_mapping, read_trace, scenario, synthetic,
-                            trace_to_coflows)
-from .scheduling import SchedulerError, make_scheduler, scheduler_names
-from .sim.metrics import improvement, mean_ci95, summarize
-from .sim.simulator import SimulationError, simulate
+from .core.workload import (SCENARIOS, coflows_to_trace, port_mapping, read_trace, scenario,
+                            synthetic, trace_to_coflows, write_trace)
+from .params import ParamError, load_plugin, split_params, typed_params
+from .scheduling import REGISTRY, SchedulerError, make_scheduler, scheduler_names
+from .sim.simulator import SimulationError, Simulator
 
 DEFAULT_SCHEDULERS = "rapier,scheduling-only,routing-only,baseline"
+DEFAULT_SIZES = "uniform:10,100"
+CSV_HEADER = ["scheduler", "try", "seed", "coflow_id", "arrival_s", "finish_s", "cct_s",
+              "width", "total_bytes"]
 
 
 class UsageError(ValueError):
     """Bad command-line input (the message names the option)."""
-
-
-def _parse_value(text: str):
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    if text.lower() in ("none", "inf"):
-        return None if text.lower() == "none" else float("inf")
-    return text
-
-
-def parse_params(items: List[str]) -> Dict[str, dict]:
-    """``--param rapier.delta_s=5`` -> ``{"rapier": {"delta_s": 5}}``.
-
-    Raises:
-        UsageError: an item without ``SCHEDULER.KEY=VALUE`` shape.
-    """
-    out: Dict[str, dict] = {}
-    for item in items:
-        key, sep, val = item.partition("=")
-        sched, dot, name = key.partition(".")
-        if not sep or not dot or not sched or not name:
-            raise UsageError(f"--param: expected SCHEDULER.KEY=VALUE, got {item!r}")
-        out.setdefault(sched, {})[name] = _parse_value(val)
-    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,18 +71,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default for traces: bigswitch:<ports>)")
     p.add_argument("--link-gbps", type=float, default=None,
                    help="override the topology's link speed in Gbit/s")
-    p.add_argument("--sizes", default="uniform:10,100",
+    p.add_argument("--sizes", default=None,
                    help="flow sizes of --synthetic in MB: uniform:LO,HI | const:MB | exp:MEAN | "
-                        "pareto:SCALE,SHAPE (default uniform:10,100)")
-    p.add_argument("--placement", default="auto", choices=["auto", "identity", "random"],
-                   help="trace ports onto hosts: identity on a big switch, seeded random "
-                        "hosts elsewhere (auto)")
-    p.add_argument("--limit", type=int, default=None, help="replay only the first N trace coflows")
-    p.add_argument("--scale", type=float, default=1.0, help="size factor for --scenario testbed")
+                        f"pareto:SCALE,SHAPE (default {DEFAULT_SIZES})")
+    p.add_argument("--placement", default=None, choices=["auto", "identity", "random"],
+                   help="--trace ports onto hosts: identity on a big switch, seeded random "
+                        "hosts elsewhere (auto, the default)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="replay only the first N coflows of --trace")
+    p.add_argument("--scale", type=float, default=None,
+                   help="size factor for --scenario testbed (default 1)")
+    p.add_argument("--write-trace", metavar="PATH", default=None,
+                   help="also write the workload as a coflow-benchmark trace (port p = "
+                        "the topology's p-th host; replay it with --trace PATH --placement "
+                        "identity on the same topology, or in CoflowSim/Varys)")
     p.add_argument("--schedulers", default=DEFAULT_SCHEDULERS,
-                   help=f"comma-separated scheduler names (default {DEFAULT_SCHEDULERS})")
+                   help=f"comma-separated scheduler names or package.module:Class plugins "
+                        f"(default {DEFAULT_SCHEDULERS})")
     p.add_argument("--param", action="append", default=[], metavar="SCHED.KEY=VALUE",
-                   help="scheduler parameter, e.g. rapier.delta_s=5 (repeatable)")
+                   help="scheduler parameter, checked against the scheduler's constructor, "
+                        "e.g. rapier.delta_s=5 (repeatable)")
     p.add_argument("--reschedule", choices=["auto", "flow", "coflow"], default="auto",
                    help="when schedulers decide besides coflow arrivals: at every flow "
                         "completion (flow) or coflow completion (coflow: bandwidth a "
@@ -118,9 +108,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plot", action="store_true", help="skip the CDF PNG")
     p.add_argument("--no-bound", action="store_true",
                    help="skip the LP lower bound on the average CCT")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_common_arguments(p, quiet_help="no progress on stderr",
+                         verbose_help="solvers' own output on stderr (it never goes to "
+                                      "stdout)")
+    p.add_argument("--trace-events", metavar="PATH", default=None,
+                   help="write every run's event log (each decision's paths, rates and "
+                        "bytes left) to PATH as JSON lines, for rapier-check")
     p.add_argument("--list-schedulers", action="store_true", help="list schedulers and exit")
     return p
+
+
+def check_options(args) -> None:
+    """Refuse conflicting or misplaced options and fill in the defaults that depend on
+    the workload (``--sizes``, ``--placement``, ``--scale``).
+
+    Raises:
+        UsageError: naming the option, e.g. ``--limit`` without ``--trace``.
+    """
+    chosen = [x for x in (args.scenario, args.trace, args.synthetic) if x]
+    if len(chosen) != 1:
+        raise UsageError("workload: give exactly one of --scenario, --trace, --synthetic")
+    only = [("--limit", args.limit, args.trace, "--trace"),
+            ("--placement", args.placement, args.trace, "--trace"),
+            ("--sizes", args.sizes, args.synthetic, "--synthetic"),
+            ("--scale", args.scale, args.scenario == "testbed", "--scenario testbed")]
+    if args.synthetic:
+        _parse_synthetic(args.synthetic)
+    for opt, val, ok, needs in only:
+        if val is not None and not ok:
+            raise UsageError(f"{opt}: applies only to {needs}; it would be ignored here")
+    if args.scenario and args.topology:
+        raise UsageError("--topology: a --scenario brings its own topology")
+    if args.synthetic and not args.topology:
+        raise UsageError("--topology: required with --synthetic")
+    if args.tries < 1:
+        raise UsageError("--tries: must be >= 1")
+    if args.write_trace and args.tries != 1:
+        raise UsageError("--write-trace: writes one workload; use --tries 1 (and --seed "
+                         "to pick it)")
+    if args.max_paths is not None and args.max_paths < 1:
+        raise UsageError(f"--max-paths: must be >= 1, got {args.max_paths}")
+    args.sizes = args.sizes or DEFAULT_SIZES
+    args.placement = args.placement or "auto"
+    args.scale = 1.0 if args.scale is None else args.scale
 
 
 def make_workload(args, seed: int):
@@ -136,78 +166,163 @@ def make_workload(args, seed: int):
     if args.scenario:
         if args.topology:
             raise UsageError("--topology: a --scenario brings its own topology")
-        topo, coflows = scenario(args.scenario, args.scale)
+        topo, coflows = scenario(args.scenario, 1.0 if args.scale is None else args.scale)
         if link_bps is not None:
             topo = build_topology(topo.name, link_bps)
         return topo, coflows, f"scenario {args.scenario}"
     if args.trace:
         trace = read_trace(args.trace)
         topo = build_topology(args.topology or f"bigswitch:{trace.ports}", link_bps)
-        mapping = port_mapping(trace.ports, topo, seed, args.placement)
+        mapping = port_mapping(trace.ports, topo, seed, args.placement or "auto")
         return topo, trace_to_coflows(trace, mapping, args.limit), f"trace {args.trace}"
-    parts = args.synthetic.split(",")
-    try:
-        n, width, ia = int(parts[0]), int(parts[1]), float(parts[2])
-        if len(parts) != 3:
-            raise ValueError
-    except (ValueError, IndexError):
-        raise UsageError(f"--synthetic: expected N,WIDTH,INTERARRIVAL_S, got {args.synthetic!r}") from None
+    n, width, ia = _parse_synthetic(args.synthetic)
     if not args.topology:
         raise UsageError("--topology: required with --synthetic")
     topo = build_topology(args.topology, link_bps)
-    return topo, synthetic(topo, n, width, ia, args.sizes, seed), \
-        f"synthetic n={n} width={width} interarrival={ia}s sizes={args.sizes}"
+    sizes = args.sizes or DEFAULT_SIZES
+    return topo, synthetic(topo, n, width, ia, sizes, seed), \
+        f"synthetic n={n} width={width} interarrival={ia}s sizes={sizes}"
 
 
-class Progress:
-    """Rate-limited progress lines on stderr."""
+def _parse_synthetic(text: str):
+    """``"N,WIDTH,INTERARRIVAL_S"`` -> ``(n, width, interarrival_s)``.
 
-    def __init__(self, enabled: bool, label: str):
-        self.enabled = enabled
-        self.label = label
-        self.last = 0.0
+    Raises:
+        UsageError: not three comma-separated numbers.
+    """
+    parts = text.split(",")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        return int(parts[0]), int(parts[1]), float(parts[2])
+    except ValueError:
+        raise UsageError(f"--synthetic: expected N,WIDTH,INTERARRIVAL_S, got {text!r}") from None
 
-    def __call__(self, done: int, total: int, now_s: float) -> None:
-        t = time.monotonic()
-        if self.enabled and (t - self.last > 2.0 or done == total):
-            self.last = t
-            print(f"  {self.label}: {done}/{total} coflows done, simulated t={now_s:.2f} s",
-                  file=sys.stderr, flush=True)
+
+def resolve_schedulers(spec: str) -> List[str]:
+    """Scheduler names from ``--schedulers``: registered names, and
+    ``package.module:Class`` plugins loaded and registered (:func:`params.load_plugin`).
+
+    Raises:
+        UsageError: an unknown name or a plugin that does not load.
+    """
+    names = []
+    known = scheduler_names()
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if ":" in item:
+            try:
+                item = load_plugin(item)[0]
+            except ParamError as exc:
+                raise UsageError(str(exc)) from None
+        elif item not in known:
+            raise UsageError(f"--schedulers: unknown scheduler {item!r}; known: "
+                             f"{', '.join(known)}; or give package.module:Class")
+        names.append(item)
+    if not names:
+        raise UsageError("--schedulers: empty")
+    return names
+
+
+def scheduler_params(names: List[str], items: List[str]) -> Dict[str, dict]:
+    """``--param`` values, typed against each scheduler's constructor.
+
+    Raises:
+        UsageError: bad shape, a scheduler not in ``names``, an unknown key or a value
+            of the wrong type (naming ``SCHED.KEY``).
+    """
+    try:
+        raw = split_params(items)
+        for s in raw:
+            if s not in names:
+                raise UsageError(f"--param: scheduler {s!r} is not in --schedulers")
+        return {s: typed_params(s, REGISTRY[s], kv) for s, kv in raw.items()}
+    except ParamError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class CsvRows:
+    """``coflows.csv``, appended one row per finished coflow (flushed, so a killed run
+    keeps what finished); :meth:`finish` rewrites it sorted by scheduler, try, arrival
+    and coflow id (the order of a complete run)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.rows: List[list] = []
+        self.fh = open(path, "w", newline="")
+        self.w = csv.writer(self.fh)
+        self.w.writerow(CSV_HEADER)
+        self.fh.flush()
+
+    def add(self, name: str, try_no: int, seed: int, r) -> None:
+        """Append the row of one finished coflow record ``r`` (a ``CoflowRecord``)."""
+        row = [name, try_no, seed, r.coflow_id, f"{r.arrival_s:.9g}", f"{r.finish_s:.9g}",
+               f"{r.cct_s:.9g}", r.width, f"{r.total_bytes:.0f}"]
+        self.rows.append((r.arrival_s, row))
+        self.w.writerow(row)
+        self.fh.flush()
+
+    def finish(self, order: List[str]) -> None:
+        """Close the file and rewrite it in the complete run's order."""
+        self.fh.close()
+        rank = {n: i for i, n in enumerate(order)}
+        self.rows.sort(key=lambda ar: (rank[ar[1][0]], ar[1][1], ar[0], ar[1][3]))
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(CSV_HEADER)
+            w.writerows(row for _, row in self.rows)
+        os.replace(tmp, self.path)
+
+
+def _simulate(name: str, i: int, args, topo, coflows, sched, csv_rows: CsvRows,
+              show: bool, log):
+    """One scheduler, one try, with a progress bar and per-coflow CSV rows."""
+    seed = args.seed + i
+    sim = Simulator(topo, coflows, sched, record_flows=False, event_log=log,
+                    reschedule_on=None if args.reschedule == "auto" else args.reschedule)
+    bar = pg.SimProgress(f"{name} try {i + 1}/{args.tries}", show, total=len(coflows),
+                         on_done=lambda d, t: csv_rows.add(name, i + 1, seed,
+                                                           sim.result.coflows[-1]))
+    sim.progress = bar
+    try:
+        return sim.run()
+    finally:
+        bar.close()
 
 
 def run(args) -> dict:
     """Run every scheduler for every try; write outputs; return the summary dict."""
-    names = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-    known = scheduler_names()
-    for n in names:
-        if n not in known:
-            raise UsageError(f"--schedulers: unknown scheduler {n!r}; known: {', '.join(known)}")
-    if args.tries < 1:
-        raise UsageError("--tries: must be >= 1")
-    params = parse_params(args.param)
-    for s in params:
-        if s not in names:
-            raise UsageError(f"--param: scheduler {s!r} is not in --schedulers")
+    check_options(args)
+    names = resolve_schedulers(args.schedulers)
+    params = scheduler_params(names, args.param)
+    show = pg.progress_enabled(args.quiet > 0, args.json)
     os.makedirs(args.out, exist_ok=True)
-    rows = []
+    csv_rows = CsvRows(os.path.join(args.out, "coflows.csv"))
     per: Dict[str, dict] = {n: {"avgs": [], "ccts": [], "wall": 0.0, "events": 0,
                                 "lb_ratio": [], "makespans": []} for n in names}
     lower_bounds = []
     desc = ""
+    events_fh = open(args.trace_events, "w") if args.trace_events else None
     for i in range(args.tries):
         seed = args.seed + i
-        topo, coflows, desc = make_workload(args, seed)
+        with pg.phase(f"workload try {i + 1}/{args.tries}", show):
+            topo, coflows, desc = make_workload(args, seed)
+        if args.write_trace:
+            _write_trace(args.write_trace, topo, coflows, args.quiet == 0)
         lb = None
         if not args.no_bound:
-            lb = _lower_bound(topo, coflows)
-            if lb is not None:
-                lower_bounds.append(lb)
+            lb = _lower_bound(topo, coflows, args.max_paths, show,
+                              f"lower bound try {i + 1}/{args.tries}")
+            lower_bounds.append(lb)
         for n in names:
             sched = make_scheduler(n, topo, seed=seed, max_paths=args.max_paths,
                                    **params.get(n, {}))
-            prog = Progress(not args.quiet, f"{n} try {i + 1}/{args.tries}")
-            res = simulate(topo, coflows, sched, progress=prog, record_flows=False,
-                           reschedule_on=None if args.reschedule == "auto" else args.reschedule)
+            log = [] if events_fh else None
+            res = _simulate(n, i, args, topo, coflows, sched, csv_rows, show, log)
+            if events_fh:
+                _write_events(events_fh, args, n, i, seed, topo, sched, log, res)
             st = per[n]
             st["avgs"].append(float(res.ccts.mean()))
             # makespan: when the last coflow finished (s); idle capacity shows here
@@ -219,15 +334,13 @@ def run(args) -> dict:
             st["max_util"] = max(st.get("max_util", 0.0), res.max_link_utilisation)
             if lb:
                 st["lb_ratio"].append(float(res.ccts.mean()) / lb)
-            for r in sorted(res.coflows, key=lambda r: (r.arrival_s, r.coflow_id)):
-                rows.append([n, i + 1, seed, r.coflow_id, f"{r.arrival_s:.9g}",
-                             f"{r.finish_s:.9g}", f"{r.cct_s:.9g}", r.width,
-                             f"{r.total_bytes:.0f}"])
-    with open(os.path.join(args.out, "coflows.csv"), "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["scheduler", "try", "seed", "coflow_id", "arrival_s", "finish_s", "cct_s",
-                    "width", "total_bytes"])
-        w.writerows(rows)
+    if events_fh:
+        events_fh.close()
+    csv_rows.finish(names)
+    # imported here, not at the top: scipy.stats takes ~1 s to import, which would
+    # delay the first progress line
+    from .sim.metrics import improvement, mean_ci95, summarize
+
     out: Dict[str, dict] = {}
     for n in names:
         st = per[n]
@@ -250,20 +363,59 @@ def run(args) -> dict:
     if "baseline" in out:
         summary["improvement_over_baseline"] = {
             n: improvement(out[n]["avg_cct_s"], out["baseline"]["avg_cct_s"]) for n in names}
+    summary["options"] = {k: v for k, v in sorted(vars(args).items()) if k != "argv"}
+    summary["params"] = params
+    summary.update(run_info(getattr(args, "argv", sys.argv[1:])))
     with open(os.path.join(args.out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
     if not args.no_plot:
-        _plot_cdf({n: per[n]["ccts"] for n in names}, os.path.join(args.out, "cct_cdf.png"),
-                  desc, topo.name)
+        with pg.phase("plotting the CCT CDF", show):
+            _plot_cdf({n: per[n]["ccts"] for n in names}, os.path.join(args.out, "cct_cdf.png"),
+                      desc, topo.name)
     return summary
 
 
-def _lower_bound(topo, coflows) -> Optional[float]:
-    try:
-        from .sim.bounds import avg_cct_lower_bound
-    except ImportError:
-        return None
-    return float(avg_cct_lower_bound(topo, coflows))
+def _write_trace(path: str, topo, coflows, tell: bool) -> None:
+    """``--write-trace``: the workload as a coflow-benchmark trace (port p = the p-th
+    host of ``topo``); reports coflows the format cannot hold exactly."""
+    trace, reshaped = coflows_to_trace(coflows, topo.hosts, reshape=True)
+    write_trace(path, trace)
+    moved = sum(1 for c in coflows if c.arrival_s * 1000.0 != round(c.arrival_s * 1000.0))
+    msg = f"trace written: {path} ({len(coflows)} coflows, {trace.ports} ports)"
+    if reshaped:
+        msg += (f"; {len(reshaped)} coflows are not sender x receiver shuffles with equal "
+                f"flows per receiver and are written as per-receiver totals")
+    if moved:
+        msg += f"; {moved} arrivals rounded to whole ms"
+    if tell:
+        print(f"rapier-sim: {msg}", file=sys.stderr)
+
+
+def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
+    """Append one run's event log to ``--trace-events`` (JSON lines; see
+    :func:`rapier_app.sim.checker.write_run`): the header names the scheduler, its
+    work-conservation level and the workload options, so rapier-check can rebuild the
+    workload."""
+    from .sim.checker import declared_level, write_run
+
+    workload = {k: getattr(args, k) for k in ("scenario", "trace", "synthetic", "topology",
+                                              "link_gbps", "sizes", "placement", "limit",
+                                              "scale")}
+    header = {"scheduler": name, "try": i + 1, "seed": seed, "topology": topo.name,
+              "work_conserving": declared_level(sched), "max_paths": args.max_paths,
+              "reschedule": args.reschedule, "workload": workload}
+    write_run(fh, header, log, {r.coflow_id: r.cct_s for r in res.coflows})
+
+
+def _lower_bound(topo, coflows, max_paths: Optional[int] = None, show: bool = False,
+                 desc: str = "lower bound") -> float:
+    """The LP lower bound on the average CCT (:func:`~rapier_app.sim.bounds.
+    avg_cct_lower_bound`, seconds), with a progress bar over coflows."""
+    from .sim.bounds import avg_cct_lower_bound
+
+    with pg.bar(len(coflows), desc, "coflow", show) as b:
+        return float(avg_cct_lower_bound(topo, coflows, max_paths,
+                                         progress=lambda d, n: b.update(d - b.n)))
 
 
 def _plot_cdf(ccts: Dict[str, list], path: str, desc: str, topo_name: str) -> None:
@@ -308,13 +460,20 @@ def format_table(summary: dict) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of ``rapier-sim``; returns the process exit code (2 on bad input)."""
+    """Entry point of ``rapier-sim``; returns the process exit code (2 on bad input,
+    3 when a simulation invariant is violated)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
+    if args.verbose:
+        setup_logging(args)
     if args.list_schedulers:
         print("\n".join(scheduler_names()))
         return 0
     try:
-        summary = run(args)
+        # native solvers (HiGHS) print on fd 1: keep it for the result alone
+        with stdout_fd_to(2 if args.verbose else None):
+            summary = run(args)
     except (UsageError, WorkloadError, TopologyError, SchedulerError) as exc:
         print(f"rapier-sim: error: {exc}", file=sys.stderr)
         return 2
