@@ -433,10 +433,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--tc-each", action="store_true",
                     help="one tc process per command instead of one 'tc -batch' per "
                          "change (slower; shows each command's own error)")
-    ap.add_argument("--log-level", default="INFO")
+    from rapier_app.cli_common import add_common_arguments, setup_logging
+
+    # -v: DEBUG, -q: WARNING only, -qq: errors only (default INFO); --log-level LEVEL is
+    # the old spelling, still accepted with a deprecation warning
+    add_common_arguments(ap, log_level_alias=True,
+                         quiet_help="fewer log lines: WARNING and above (-qq: ERROR)",
+                         verbose_help="more log lines: DEBUG")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
-                        format="%(asctime)s rapier-agent %(levelname)s %(message)s")
+    setup_logging(args, logging.INFO, fmt="%(asctime)s rapier-agent %(levelname)s %(message)s")
     try:
         iface = args.iface or default_iface()
         parse_listen(args.listen)

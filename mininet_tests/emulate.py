@@ -172,6 +172,9 @@ def format_table(results: Dict[str, dict]) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``rapier-emulate``; exit status 0 when every run completed."""
+    from rapier_app.cli_common import add_common_arguments, setup_logging
+    from rapier_app.progress import bar, note, progress_enabled
+
     ap = argparse.ArgumentParser(prog="rapier-emulate", description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenario", choices=["testbed"], default="testbed",
                     help="RAPIER Table II testbed (the only scenario)")
@@ -184,7 +187,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0,
                     help="seconds one scheduler's transfers may take (default %(default)g)")
     ap.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    ap.add_argument("-v", "--verbose", action="store_true")
+    add_common_arguments(ap, quiet_help="no progress on stderr (-qq: errors only)",
+                         verbose_help="INFO log lines of the run (-vv: DEBUG)")
     args = ap.parse_args(argv)
     for field, v in (("scale", args.scale), ("link-mbps", args.link_mbps),
                      ("timeout", args.timeout)):
@@ -196,8 +200,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if os.geteuid() != 0:
         print("rapier-emulate: must run as root (Mininet, Open vSwitch, tc)", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    setup_logging(args, logging.WARNING, fmt="%(asctime)s %(name)s %(message)s")
+    show = progress_enabled(args.quiet > 0, args.json)
+    tell = args.quiet == 0
 
     def _term(signum, _frame):  # SIGTERM -> exception, so that cleanup runs
         raise SystemExit(128 + signum)
@@ -208,21 +213,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ovs = OvsDaemons()
     results: Dict[str, dict] = {}
     failed = []
+    runs = bar(len(names), "rapier-emulate", unit="run", enabled=show)
     try:
         ovs.start()
         for name in names:
-            print(f"[rapier-emulate] {name}: running", file=sys.stderr, flush=True)
+            runs.set_postfix_str(name)
+            note(f"[rapier-emulate] {name}: running", tell)
             try:
                 results[name] = run_scheduler(name, args.scale, args.link_mbps, args.timeout)
             except (EmulationError, OSError) as exc:
-                print(f"[rapier-emulate] {name}: FAILED: {exc}", file=sys.stderr, flush=True)
+                note(f"[rapier-emulate] {name}: FAILED: {exc}")
                 failed.append(name)
+                runs.update(1)
                 continue
             r = results[name]
-            print(f"[rapier-emulate] {name}: average CCT {r['avg_cct_s']:.2f} s "
-                  f"(simulated {r['sim_avg_cct_s']:.2f} s), {r['wall_s']:.1f} s wall; logs in "
-                  f"{r['workdir']}", file=sys.stderr, flush=True)
+            note(f"[rapier-emulate] {name}: average CCT {r['avg_cct_s']:.2f} s "
+                 f"(simulated {r['sim_avg_cct_s']:.2f} s), {r['wall_s']:.1f} s wall; logs in "
+                 f"{r['workdir']}", tell)
+            runs.update(1)
     finally:
+        runs.close()
         ovs.stop()
     add_improvements(results)
     if args.json:

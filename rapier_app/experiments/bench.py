@@ -35,6 +35,8 @@ from typing import Dict, List
 
 import numpy as np
 
+from ..cli_common import add_common_arguments, setup_logging
+
 
 def _states(coflows):
     from ..core.model import CoflowState, InfoPolicy
@@ -174,7 +176,10 @@ def main(argv=None) -> int:
     p.add_argument("--trace-limit", type=int, default=10,
                    help="FB trace: simulate the first N coflows (default 10, 6212 flows)")
     p.add_argument("--no-sim", action="store_true", help="skip the simulator wall times")
+    add_common_arguments(p, quiet_help="log errors only (the measurements are the output)",
+                         verbose_help="INFO log lines (-vv: DEBUG)")
     a = p.parse_args(argv)
+    setup_logging(a)
     res: dict = {"alg1_pass_s": {}, "alg1_pass_cpu_s": {}, "path_cache_s": {}, "lp_solves": {},
                  "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
     cases = [(8, 20), (8, 50), (8, 100)] + ([] if a.quick else [(16, 20), (16, 50), (16, 100)])
