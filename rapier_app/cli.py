@@ -52,6 +52,16 @@ class UsageError(ValueError):
     """Bad command-line input (the message names the option)."""
 
 
+def __getattr__(name: str):
+    """``rapier_app.cli.mean_ci95`` and the other metrics, imported on first use
+    (PEP 562): ``rapier_app.sim.metrics`` imports scipy.stats, about a second that
+    would otherwise delay the first progress line."""
+    if name in ("improvement", "mean_ci95", "summarize"):
+        from .sim import metrics
+        return getattr(metrics, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rapier-sim``."""
     p = argparse.ArgumentParser(
