@@ -14,9 +14,10 @@ setup(
     install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6",
                       # rapier-experiment run --dask / --jobs, progress bars
                       "dask[distributed]>=2024.1", "tqdm>=4.60"],
-    extras_require={"test": ["pytest>=7"]},
+    extras_require={"test": ["pytest>=7", "hypothesis>=6.100"]},
     entry_points={"console_scripts": [
         "rapier-sim=rapier_app.cli:main",
+        "rapier-check=rapier_app.sim.check_cli:main",
         "rapier-agent=enforcement.agent:main",
         "rapier-emulate=mininet_tests.emulate:main",
         "rapier-bench=rapier_app.experiments.bench:main",

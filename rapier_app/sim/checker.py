@@ -69,6 +69,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -249,6 +250,57 @@ class _Fabric:
         return f"{u}->{v}"
 
 
+class _PathTable:
+    """Interned (path, host pair) -> id, with each id's links (walked by
+    :meth:`_Fabric.links`) as rows of a matrix padded with the dummy link L, or the
+    reason the path is not one of the topology joining the pair."""
+
+    def __init__(self, fab: _Fabric):
+        self.fab = fab
+        self.ids: Dict[tuple, int] = {}
+        self.links: List[np.ndarray] = []
+        self.err: List[Optional[str]] = []
+        self.paths: List[tuple] = []
+        self._mat = None
+        self._bad = None
+
+    def pid(self, path: tuple, src: str, dst: str, q: int) -> int:
+        """The id of ``path`` for a flow from ``src`` to ``dst`` (pair id ``q``)."""
+        key = (path, q)
+        i = self.ids.get(key)
+        if i is None:
+            i = len(self.links)
+            ls = self.fab.links(tuple(path), src, dst)
+            self.err.append(ls if isinstance(ls, str) else None)
+            self.links.append(np.zeros(0, np.int64) if isinstance(ls, str) else ls)
+            self.paths.append(tuple(path))
+            self.ids[key] = i
+            self._mat = self._bad = None
+        return i
+
+    def matrix(self) -> np.ndarray:
+        """(ids + 1) x width int matrix of link indices, padded with L; the last row
+        (index -1) is all padding."""
+        if self._mat is None:
+            L = self.fab.cap.shape[0]
+            w = max([len(x) for x in self.links] + [1])
+            m = np.full((len(self.links) + 1, w), L, dtype=np.int64)
+            for i, ls in enumerate(self.links):
+                m[i, :len(ls)] = ls
+            self._mat = m
+        return self._mat
+
+    def invalid(self) -> np.ndarray:
+        """Per id (plus a trailing False), True when the path is not valid."""
+        if self._bad is None:
+            self._bad = np.array([e is not None for e in self.err] + [False], dtype=bool)
+        return self._bad
+
+    def text(self, i: int) -> str:
+        """The path of id ``i`` as ``a-b-c``."""
+        return "-".join(self.paths[i])
+
+
 def _records(events: Iterable) -> Iterable[tuple]:
     """(t, t_next, flow_ids, paths, rates, remaining, finish) from EventRecords or
     JSON objects (keys ``t_s``, ``t_next_s``, ``flow_ids``, ``paths``, ``rates_bps``,
@@ -321,180 +373,213 @@ def check_schedule(topology: Topology, coflows: Sequence[CoflowSpec], events: It
     rep = CheckReport()
     cap = fab.cap
     L = cap.shape[0]
+    capx = np.append(cap, np.inf)  # padding link L: never the bottleneck
 
     def bad(kind, t, subject, detail):
         rep.counts[kind] = rep.counts.get(kind, 0) + 1
         if len(rep.violations) < max_violations:
             rep.violations.append(Violation(kind, float(t), str(subject), detail))
 
-    spec = {}
-    arrival = {}
-    for c in coflows:
-        for f in c.flows:
-            if f.flow_id in spec:
-                raise CheckError(f"flow_id: duplicate flow id {f.flow_id}")
-            spec[f.flow_id] = f
-            arrival[f.flow_id] = c.arrival_s
-    sent = {fid: 0.0 for fid in spec}
-    finish: Dict[str, float] = {}
-    used_bott: Dict[str, float] = {}  # best bottleneck (bit/s) among paths a flow sent on
+    specs = [f for c in coflows for f in c.flows]
+    gid: Dict[str, int] = {}
+    for g, f in enumerate(specs):
+        if f.flow_id in gid:
+            raise CheckError(f"flow_id: duplicate flow id {f.flow_id}")
+        gid[f.flow_id] = g
+    N = len(specs)
+    size = np.array([f.size_bytes for f in specs], dtype=float)
+    arr = np.array([c.arrival_s for c in coflows for _ in c.flows], dtype=float)
+    pair_of: Dict[tuple, int] = {}
+    pair = np.array([pair_of.setdefault((f.src, f.dst), len(pair_of)) for f in specs],
+                    dtype=np.int64)
+    pairs = list(pair_of)
+    sent = np.zeros(N)                 # bytes delivered so far (own integral)
+    finish = np.full(N, math.inf)      # own finish time (s)
+    used_bott = np.zeros(N)            # best bottleneck (bit/s) among paths sent on
+    live = np.zeros(N, dtype=bool)     # arrived and unfinished
+    order = np.lexsort((np.arange(N), arr))
+    nxt = 0
     recs = list(_records(events))
     rep.records = len(recs)
-    home: Dict[str, tuple] = {}  # first logged path of each flow ("path" level)
+    paths_db = _PathTable(fab)
+    gks = []
+    home = np.full(N, -1, dtype=np.int64)  # first logged valid path id ("path" level)
+    seen = np.zeros(N, dtype=bool)
     for r in recs:
-        for fid, p in zip(r[2], r[3]):
-            if p is not None and fid not in home:
-                home[fid] = p
-    order = sorted(spec, key=lambda i: (arrival[i], i))
-    live: set = set()  # arrived, unfinished flow ids
-    nxt = 0  # next flow of ``order`` to arrive
+        g_all = np.fromiter(map(gid.get, r[2], repeat(-1)), np.int64, len(r[2]))
+        gks.append(g_all)
+        if level == "path":
+            ok = g_all >= 0
+            for j in np.flatnonzero(ok & ~seen[np.where(ok, g_all, 0)]).tolist():
+                p = r[3][j]
+                g = int(g_all[j])
+                if p is not None and not seen[g]:
+                    pid = paths_db.pid(p, specs[g].src, specs[g].dst, int(pair[g]))
+                    if paths_db.err[pid] is None:
+                        home[g] = pid
+                        seen[g] = True
+    last_obj = np.full(N, None, dtype=object)  # per flow: last logged path object
+    last_pid = np.full(N, -1, dtype=np.int64)  # and its id (-1: none)
     prev_end = 0.0
     for k, (t0, t1, fids, paths, rates, rem, fin_log) in enumerate(recs):
         n = len(fids)
         if not (len(paths) == n == rates.shape[0] == rem.shape[0] == fin_log.shape[0]):
             raise CheckError(f"record {k}: fields of different lengths")
-        eps_t = 1e-9 * max(1.0, abs(t1))
+        eps_t = 1e-9 * max(1.0, abs(t0), abs(t1) if math.isfinite(t1) else 0.0)
         if t1 < t0 or t0 < prev_end - eps_t:
             bad("log", t0, f"record {k}", f"interval [{t0:.9g}, {t1:.9g}) overlaps or runs "
                                           f"backwards (previous ended {prev_end:.9g})")
-        if t0 > prev_end + eps_t and live:
+        if t0 > prev_end + eps_t and live.any():
             bad("log", prev_end, f"record {k}", f"no decision covers [{prev_end:.9g}, "
                                                 f"{t0:.9g}) while flows wait")
-        while nxt < len(order) and arrival[order[nxt]] <= t0 + eps_t:
-            live.add(order[nxt])
+        while nxt < N and arr[order[nxt]] <= t0 + eps_t:
+            live[order[nxt]] = True
             nxt += 1
         prev_end = max(prev_end, t1)
-        logged = set()
-        send_idx = []   # positions of sending flows
-        send_links = []
-        for j, fid in enumerate(fids):
-            f = spec.get(fid)
-            if f is None:
-                bad("log", t0, fid, "flow id not in the workload")
-                continue
-            logged.add(fid)
-            if arrival[fid] > t0 + eps_t:
-                bad("log", t0, fid, f"logged before its coflow arrives at {arrival[fid]:.9g} s")
-            left = f.size_bytes - sent[fid]
-            tol_b = bytes_rtol * f.size_bytes + 1e-6
-            if fid not in finish and abs(rem[j] - left) > tol_b:
-                bad("bytes", t0, fid, f"log says {rem[j]:.9g} bytes left, the rates so far "
-                                      f"leave {left:.9g}")
-            r = rates[j]
-            if not math.isfinite(r) or r < 0:
-                bad("rate", t0, fid, f"rate {r!r} bit/s")
-                continue
-            if r == 0:
-                continue
-            if fid in finish:
-                bad("bytes", t0, fid, f"sends {r:.6g} bit/s after finishing at "
-                                      f"{finish[fid]:.9g} s")
-                continue
+        g_all = gks[k]
+        for j in np.flatnonzero(g_all < 0).tolist():
+            bad("log", t0, fids[j], "flow id not in the workload")
+        known = g_all >= 0
+        gk = np.where(known, g_all, 0)
+        for j in np.flatnonzero(known & (arr[gk] > t0 + eps_t)).tolist():
+            bad("log", t0, fids[j], f"logged before its coflow arrives at {arr[gk[j]]:.9g} s")
+        done = known & np.isfinite(finish[gk])
+        left = size[gk] - sent[gk]
+        off = known & ~done & (np.abs(rem - left) > bytes_rtol * size[gk] + 1e-6)
+        for j in np.flatnonzero(off).tolist():
+            bad("bytes", t0, fids[j], f"log says {rem[j]:.9g} bytes left, the rates so far "
+                                      f"leave {left[j]:.9g}")
+        badr = known & ~(np.isfinite(rates) & (rates >= 0))
+        for j in np.flatnonzero(badr).tolist():
+            bad("rate", t0, fids[j], f"rate {rates[j]!r} bit/s")
+        pos = known & ~badr & (rates > 0)
+        for j in np.flatnonzero(pos & done).tolist():
+            bad("bytes", t0, fids[j], f"sends {rates[j]:.6g} bit/s after finishing at "
+                                      f"{finish[gk[j]]:.9g} s")
+        pos &= ~done
+        # path ids: only entries whose path object changed since the flow's last
+        # record are looked up (an identity / equality test per entry, in C)
+        pobj = np.fromiter(paths, dtype=object, count=n)
+        changed = np.flatnonzero(known & ~(pobj == last_obj[gk]))
+        for j in changed.tolist():
             p = paths[j]
-            if p is None:
-                bad("path", t0, fid, f"sends {r:.6g} bit/s with no path")
-                continue
-            ls = fab.links(p, f.src, f.dst)
-            if isinstance(ls, str):
-                bad("path", t0, fid, ls)
-                continue
-            send_idx.append(j)
-            send_links.append(ls)
-            b = float(cap[ls].min())
-            used_bott[fid] = max(used_bott.get(fid, 0.0), b)
-        # recomputed finishes inside [t0, t1)
+            g = int(gk[j])
+            last_obj[g] = p
+            last_pid[g] = -1 if p is None else paths_db.pid(p, specs[g].src, specs[g].dst,
+                                                          int(pair[g]))
+        pid = np.where(known, last_pid[gk], -1)
+        nopath = pos & (pid < 0)
+        for j in np.flatnonzero(nopath).tolist():
+            bad("path", t0, fids[j], f"sends {rates[j]:.6g} bit/s with no path")
+        pos &= ~nopath
+        invalid = paths_db.invalid()
+        wrong = pos & invalid[np.maximum(pid, 0)]
+        for j in np.flatnonzero(wrong).tolist():
+            bad("path", t0, fids[j], paths_db.err[pid[j]])
+        pos &= ~wrong
+        sj = np.flatnonzero(pos)
+        sg = gk[sj]
+        sr = rates[sj]
+        rows = paths_db.matrix()[pid[sj]]  # (sending flows x width), padded with L
+        if sj.size:
+            np.maximum.at(used_bott, sg, capx[rows].min(axis=1))
         # A flow finishes where its integral reaches its size: clearly inside the
         # interval, or within eps_t of its end when the log agrees (the simulator
         # may carry a sub-nanosecond remainder to the next decision instead).
-        own_end = {}
-        for j in send_idx:
-            fid = fids[j]
-            end = t0 + max(spec[fid].size_bytes - sent[fid], 0.0) * BITS / rates[j]
-            lf = fin_log[j]
-            if end < t1 - eps_t or (end <= t1 + eps_t and math.isfinite(lf)):
-                own_end[j] = min(end, t1)
-            if math.isfinite(lf) and abs(lf - min(end, t1)) > 10 * eps_t:
-                bad("bytes", t0, fid, f"log finishes it at {lf:.12g} s, its rates deliver "
-                                      f"its size at {end:.12g} s")
-            elif not math.isfinite(lf) and end < t1 - eps_t:
-                bad("bytes", t0, fid, f"its rates deliver its size at {end:.12g} s, the "
-                                      f"log keeps it running to {t1:.12g} s")
-        # pieces
-        cuts = sorted({t0} | {e for e in own_end.values() if t0 < e < t1})
+        end = t0 + np.maximum(size[sg] - sent[sg], 0.0) * BITS / sr if sj.size else np.zeros(0)
+        lf = fin_log[sj]
+        fin_here = (end < t1 - eps_t) | ((end <= t1 + eps_t) & np.isfinite(lf))
+        own_end = np.where(fin_here, np.minimum(end, t1), math.inf)
+        mism = np.isfinite(lf) & (np.abs(lf - np.minimum(end, t1)) > 10 * eps_t)
+        for i in np.flatnonzero(mism).tolist():
+            bad("bytes", t0, fids[sj[i]], f"log finishes it at {lf[i]:.12g} s, its rates "
+                                              f"deliver its size at {end[i]:.12g} s")
+        late = ~np.isfinite(lf) & (end < t1 - eps_t)
+        for i in np.flatnonzero(late).tolist():
+            bad("bytes", t0, fids[sj[i]], f"its rates deliver its size at {end[i]:.12g} s, "
+                                              f"the log keeps it running to {t1:.12g} s")
+        # pieces between recomputed finishes
+        cuts = sorted({t0} | {e for e in own_end[fin_here].tolist() if t0 < e < t1})
         ends = cuts[1:] + [t1]
-        waiting_all = sorted(live - logged)  # unfinished, arrived, not in the record
+        W = rows.shape[1]
         for a, b in zip(cuts, ends):
-            run = [(j, ls) for j, ls in zip(send_idx, send_links) if own_end.get(j, math.inf) > a]
-            load = np.zeros(L)
-            for j, ls in run:
-                load[ls] += rates[j]
-            util = float((load / cap).max()) if L else 0.0
-            rep.max_utilisation = max(rep.max_utilisation, util)
+            run = own_end > a
+            load = np.bincount(rows.ravel(), weights=np.repeat(np.where(run, sr, 0.0), W),
+                               minlength=L + 1)[:L]
+            if L:
+                rep.max_utilisation = max(rep.max_utilisation, float((load / cap).max()))
             if a == t0:
-                over = np.flatnonzero(load > cap * (1 + CAP_TOL))
-                for l in over.tolist():
+                for l in np.flatnonzero(load > cap * (1 + CAP_TOL)).tolist():
                     bad("capacity", a, fab.name(l), f"carries {load[l]:.12g} bit/s over its "
                                                     f"capacity {cap[l]:.12g} bit/s")
             if level is None or b - a <= 1e-9 * max(1.0, abs(b)):
                 continue
-            free = (cap - load) > sat_tol * cap
+            free = np.append((cap - load) > sat_tol * cap, True)  # padding: free
             n_idle = 0
-            for j, ls in run:
-                if free[ls].all():
+            ri = np.flatnonzero(run)
+            idle = free[rows[ri]].all(axis=1)
+            for i in ri[idle].tolist():
+                j = int(sj[i])
+                n_idle += 1
+                bad("idle", a, fids[j], f"sends {rates[j]:.9g} bit/s on {'-'.join(paths[j])} "
+                                        f"whose links all have room, for {b - a:.6g} s")
+            wait = live.copy()
+            wait[sg[run]] = False
+            wait[sg[~run]] = False  # finished by ``a``
+            wg = np.flatnonzero(wait)
+            if level == "path":
+                wg = wg[home[wg] >= 0]
+                idle_w = free[paths_db.matrix()[home[wg]]].all(axis=1)
+                for g in wg[idle_w].tolist():
                     n_idle += 1
-                    bad("idle", a, fids[j], f"sends {rates[j]:.9g} bit/s on {'-'.join(paths[j])}"
-                                            f" whose links all have room, for {b - a:.6g} s")
-            sending = {fids[j] for j, _ in run}
-            waiting = [fid for j, fid in enumerate(fids) if fid in spec and fid not in sending
-                       and fid not in finish and (j not in own_end or own_end[j] > a)]
-            for fid in waiting + waiting_all:
-                f = spec[fid]
-                if level == "path":
-                    p = home.get(fid)
-                    if p is None:
-                        continue  # never sends: reported as undelivered bytes
-                    ls = fab.links(p, f.src, f.dst)
-                    if isinstance(ls, str):
-                        continue  # reported where it sent
-                    if free[ls].all():
+                    bad("idle", a, specs[g].flow_id, f"waits beside its free path "
+                                                     f"{paths_db.text(home[g])} for "
+                                                     f"{b - a:.6g} s")
+            elif wg.size:
+                open_pairs = {}
+                for q in np.unique(pair[wg]).tolist():
+                    cl = fab.candidates(*pairs[q])
+                    ok = [ls for ls in cl if free[ls].all()]
+                    if ok:
+                        open_pairs[q] = ok[0]
+                for g in wg.tolist():
+                    ls = open_pairs.get(int(pair[g]))
+                    if ls is not None:
                         n_idle += 1
-                        bad("idle", a, fid, f"waits beside free path {'-'.join(p)} for "
-                                            f"{b - a:.6g} s")
-                else:
-                    for ls in fab.candidates(f.src, f.dst):
-                        if free[ls].all():
-                            n_idle += 1
-                            bad("idle", a, fid, f"waits while candidate path "
-                                                f"{'-'.join(fab.edges[l][0] for l in ls)}-{f.dst}"
-                                                f" has room on every link, for {b - a:.6g} s")
-                            break
+                        bad("idle", a, specs[g].flow_id,
+                            f"waits while a candidate path "
+                            f"({'-'.join(fab.edges[l][0] for l in ls.tolist())}-"
+                            f"{specs[g].dst}) has room on every link, for {b - a:.6g} s")
             if n_idle:
                 rep.idle_s += b - a
         # integrate
-        for j in send_idx:
-            fid = fids[j]
-            if j in own_end:
-                sent[fid] = spec[fid].size_bytes
-                finish[fid] = own_end[j]
-                live.discard(fid)
-            else:
-                sent[fid] += rates[j] * (t1 - t0) / BITS
-    for fid in order:
-        f = spec[fid]
-        if fid not in finish:
-            bad("bytes", prev_end, fid, f"delivered {sent[fid]:.9g} of {f.size_bytes:.9g} bytes")
+        if sj.size:
+            dt = np.where(fin_here, 0.0, t1 - t0)
+            sent[sg] += sr * dt / BITS
+            fg = sg[fin_here]
+            sent[fg] = size[fg]
+            finish[fg] = own_end[fin_here]
+            live[fg] = False
+    for g in order.tolist():
+        f = specs[g]
+        if not math.isfinite(finish[g]):
+            bad("bytes", prev_end, f.flow_id, f"delivered {sent[g]:.9g} of "
+                                              f"{f.size_bytes:.9g} bytes")
             continue
-        fct = finish[fid] - arrival[fid]
-        need = f.size_bytes * BITS / used_bott[fid]
+        fct = finish[g] - arr[g]
+        need = f.size_bytes * BITS / used_bott[g]
         if fct < need * (1 - 1e-9):
-            bad("flow-bound", finish[fid], fid, f"finishes {fct:.9g} s after arrival; its "
-                                                f"bytes need {need:.9g} s at its bottleneck")
-    rep.flow_finish_s = dict(finish)
+            bad("flow-bound", finish[g], f.flow_id, f"finishes {fct:.9g} s after arrival; its "
+                                                    f"bytes need {need:.9g} s at its bottleneck")
+    rep.flow_finish_s = {specs[g].flow_id: float(finish[g]) for g in range(N)
+                         if math.isfinite(finish[g])}
+    o = 0
     for c in coflows:
-        ends = [finish.get(f.flow_id) for f in c.flows]
-        if any(e is None for e in ends):
+        fe = finish[o:o + len(c.flows)]
+        o += len(c.flows)
+        if not np.isfinite(fe).all():
             continue
-        done = max(ends)
+        done = float(fe.max())
         rep.coflow_finish_s[c.coflow_id] = done
         iso = isolation_bound(fab, c)
         got = [("recomputed", done - c.arrival_s)]
