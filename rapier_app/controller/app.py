@@ -97,6 +97,19 @@ OPTS = [
     cfg.StrOpt("reschedule_on", default=_D.reschedule_on,
                help="decide again at every flow completion (flow), only when a coflow "
                     "arrives or finishes (coflow), or as the scheduler says (auto)"),
+    # durability and retention (issue 14)
+    cfg.StrOpt("state_db", default=_D.state_db,
+               help="SQLite file of the accepted coflows and their state (WAL); relative "
+                    "to the working directory; :memory: or off for none"),
+    cfg.FloatOpt("store_progress_interval_s", default=_D.store_progress_interval_s,
+                 help="period of writing the flows' bytes_sent to the database (s)"),
+    cfg.FloatOpt("retention_s", default=_D.retention_s,
+                 help="a done or cancelled coflow leaves memory this long after it ended "
+                      "(s); it stays in the database"),
+    cfg.IntOpt("rule_idle_timeout_s", default=_D.rule_idle_timeout_s, min=0, max=65535,
+               help="OpenFlow idle_timeout of coflow rules (s; 0: none)"),
+    cfg.IntOpt("page_limit", default=_D.page_limit, min=1,
+               help="default and largest page of GET /coflows"),
 ]
 
 CONF = cfg.CONF

@@ -58,6 +58,20 @@ class Settings:
             ``reschedule_on`` (``flow`` for RAPIER and Varys: Algorithm 1 / SEBF +
             MADD run in full when a coflow arrives or finishes, RAPIER Section
             IV-C, work conservation alone at the other flow completions).
+
+    Durability and retention (issue 14; see ``docs/operations.md``):
+
+    Attributes:
+        state_db: SQLite file of the accepted coflows and their state (WAL mode,
+            :mod:`.store`); relative paths are taken from the working directory;
+            ``:memory:`` keeps it in memory (tests), ``""`` or ``off`` disables it.
+        store_progress_interval_s: how often the flows' ``bytes_sent`` are written
+            to the database (s); arrivals, completions and cancels are written at once.
+        retention_s: a done or cancelled coflow leaves memory this long after it
+            ended (s; it stays in the database and in ``GET /coflows``).
+        rule_idle_timeout_s: OpenFlow ``idle_timeout`` of the coflow rules (s, 0..65535;
+            0: none), a safety net for rules a crashed controller left behind.
+        page_limit: default and largest page of ``GET /coflows`` (coflows).
     """
 
     scheduler: str = "rapier"
@@ -79,6 +93,12 @@ class Settings:
     seed: int = 0
     max_paths: int = 0
     reschedule_on: str = "auto"
+    # -- durability and retention (issue 14) --
+    state_db: str = "rapier-state/controller.sqlite3"
+    store_progress_interval_s: float = 1.0
+    retention_s: float = 3600.0
+    rule_idle_timeout_s: int = 300
+    page_limit: int = 1000
 
     def validate(self) -> "Settings":
         """Check every option; return self.
@@ -129,7 +149,31 @@ class Settings:
                                 f"{self.reschedule_on!r}")
         if not isinstance(self.idle_fraction, (int, float)) or not 0 <= self.idle_fraction < 1:
             raise SettingsError(f"idle_fraction: must be in [0, 1), got {self.idle_fraction!r}")
+        self._validate_durability()
         return self
+
+    def _validate_durability(self) -> None:
+        """Check the durability and retention options (issue 14)."""
+        if not isinstance(self.state_db, str):
+            raise SettingsError(f"state_db: must be a file path, :memory: or off, got "
+                                f"{self.state_db!r}")
+        for name in ("store_progress_interval_s", "retention_s"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 \
+                    or not math.isfinite(v):
+                raise SettingsError(f"{name}: must be >= 0 seconds, got {v!r}")
+        v = self.rule_idle_timeout_s
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 65535:
+            raise SettingsError(f"rule_idle_timeout_s: must be an integer 0..65535 "
+                                f"(OpenFlow idle_timeout), got {v!r}")
+        v = self.page_limit
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise SettingsError(f"page_limit: must be an integer >= 1, got {v!r}")
+
+    @property
+    def store_enabled(self) -> bool:
+        """True when :attr:`state_db` names a database (a file or ``:memory:``)."""
+        return self.state_db.strip().lower() not in ("", "off", "none")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "Settings":
