@@ -68,6 +68,8 @@ def test_jobs_2_and_dask_localcluster_give_the_serial_rows(tmp_path):
         dk = execute(tasks, str(tmp_path / "d.csv"), dask=client, stats=stats)
     assert _det(dk) == _det(serial)
     assert stats["points"] == 2 and stats["backend"] == "dask:client"
+    # one worker, one thread: the points' own wall time fits in the call's
+    assert 0 < stats["task_cpu_s"] and 0 < stats["task_wall_s"] <= stats["wall_s"]
     # what the parent wrote is what was returned, CCTs bit for bit (repr round trip)
     for name, rows in (("s", serial), ("p", par), ("d", dk)):
         assert _det(read_runs(str(tmp_path / f"{name}.csv"))) == _det(rows)

@@ -155,8 +155,9 @@ def cmd_run(a) -> int:
         with logging_redirect_tqdm(loggers=[LOG]):  # row lines do not break the bar
             execute(todo, path, jobs=a.jobs, dask=a.dask, quiet=a.quiet > 0, stats=stats)
         if todo:
-            LOG.info("# %d points in %.1f s wall (%s)", stats["points"], stats["wall_s"],
-                     stats["backend"])
+            LOG.info("# %d points in %.1f s wall (%s); in the workers: %.1f s wall, "
+                     "%.1f s CPU", stats["points"], stats["wall_s"], stats["backend"],
+                     stats["task_wall_s"], stats["task_cpu_s"])
         from .report import build_report
         for p in build_report(a.out):
             LOG.info("wrote %s", p)

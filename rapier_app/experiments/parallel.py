@@ -29,11 +29,20 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from .sweeps import Task, append_runs, run_task
 
 LOG = logging.getLogger("rapier_app.experiments")
+
+
+def timed_task(task: Task) -> Tuple[List[dict], float, float]:
+    """``(rows, cpu_s, wall_s)``: :func:`run_task` and the CPU time
+    (``time.process_time``, the worker process) and wall time it took where it ran.
+    What every backend ships to its workers."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    rows = run_task(task)
+    return rows, time.process_time() - c0, time.perf_counter() - t0
 
 
 def _row_line(r: dict) -> str:
@@ -94,8 +103,10 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
         log: called with one line per finished run (also logged at INFO on the
             ``rapier_app.experiments`` logger when None).
         quiet: no progress bar.
-        stats: if a dict, filled with ``points``, ``wall_s`` (this call, seconds)
-            and ``backend``.
+        stats: if a dict, filled with ``points``, ``wall_s`` (this call, seconds),
+            ``backend``, and ``task_cpu_s`` / ``task_wall_s``: the CPU and wall
+            seconds the finished points took in their workers, summed (so
+            ``wall_s - task_wall_s`` is the serial backends' overhead).
 
     Returns:
         The rows, in the order the points finished.
@@ -112,8 +123,12 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
     emit = log or LOG.info
     rows: List[dict] = []
     t0 = time.perf_counter()
+    used = [0.0, 0.0]
 
-    def done(task: Task, new: List[dict]) -> None:
+    def done(task: Task, result: Tuple[List[dict], float, float]) -> None:
+        new, cpu, wall = result
+        used[0] += cpu
+        used[1] += wall
         append_runs(runs_path, new)
         rows.extend(new)
         for r in new:
@@ -132,7 +147,7 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
         elif dask is None:
             ctx = multiprocessing.get_context("forkserver")
             with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
-                futs = {ex.submit(run_task, t): t for t in tasks}
+                futs = {ex.submit(timed_task, t): t for t in tasks}
                 try:
                     for f in as_completed(futs):
                         done(futs[f], _result(f, futs[f]))
@@ -146,18 +161,19 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
     finally:
         bar.close()
         if stats is not None:
-            stats.update(points=len(tasks), wall_s=time.perf_counter() - t0, backend=backend)
+            stats.update(points=len(tasks), wall_s=time.perf_counter() - t0, backend=backend,
+                         task_cpu_s=used[0], task_wall_s=used[1])
     return rows
 
 
-def _run_named(task: Task) -> List[dict]:
+def _run_named(task: Task) -> Tuple[List[dict], float, float]:
     try:
-        return run_task(task)
+        return timed_task(task)
     except Exception as exc:
         raise RuntimeError(f"point {task.label()} failed: {exc}") from exc
 
 
-def _result(fut, task: Task) -> List[dict]:
+def _result(fut, task: Task) -> Tuple[List[dict], float, float]:
     try:
         return fut.result()
     except Exception as exc:
@@ -168,7 +184,7 @@ def _run_dask(tasks: Sequence[Task], dask, done, bar) -> None:
     from distributed import as_completed as dask_completed
     client, owned = _dask_client(dask)
     try:
-        futs = {client.submit(run_task, t, pure=False,
+        futs = {client.submit(timed_task, t, pure=False,
                               key=f"rapier-point-{t.experiment}-{t.fabric}-{t.x:g}-{t.seed}-"
                                   f"{i}"): t
                 for i, t in enumerate(tasks)}
