@@ -29,13 +29,24 @@ def _entry_points():
     from rapier_app import cli
     from rapier_app.experiments import bench
     from rapier_app.experiments import cli as exp_cli
+    from rapier_app.sim import check_cli
     return {"rapier-sim": cli.main, "rapier-experiment": exp_cli.main,
             "rapier-bench": bench.main, "rapier-emulate": emulate.main,
-            "rapier-agent": agent.main}
+            "rapier-agent": agent.main, "rapier-check": check_cli.main}
+
+
+def test_every_console_script_is_covered():
+    from importlib.metadata import entry_points
+    eps = entry_points()
+    eps = eps.select(group="console_scripts") if hasattr(eps, "select") else \
+        eps.get("console_scripts", [])
+    ours = {e.name for e in eps if e.value.split(".")[0] in
+            ("rapier_app", "enforcement", "mininet_tests")}
+    assert ours and ours <= set(_entry_points())
 
 
 @pytest.mark.parametrize("prog", ["rapier-sim", "rapier-experiment", "rapier-bench",
-                                  "rapier-emulate", "rapier-agent"])
+                                  "rapier-emulate", "rapier-agent", "rapier-check"])
 def test_every_console_script_answers_version(prog, capsys):
     from importlib.metadata import version
     with pytest.raises(SystemExit) as exc:

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "one, recorded in the header)")
     p.add_argument("--show", type=int, default=5, help="violations printed per run")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    from ..cli_common import add_common_arguments  # --version, -v/-q (every console script)
+    add_common_arguments(p)
     return p
 
 
