@@ -1,0 +1,101 @@
+"""Hand-computed schedules where the suite had only pinned outputs (issue 17).
+
+* RAPIER Algorithm 1's order on a case where picking the minimum CCT and the maximum
+  differ (Fig. 1 is a tie and cannot tell them apart).
+* Varys (``scheduling-only``): MADD rates of two coflows, and a case where work
+  conservation at the full pass changes a CCT.
+
+Every run is also passed through the independent checker.  Units: MB = 1e6 bytes,
+links 1 Gbit/s, times in seconds (1 Gbit takes 1 s).
+"""
+
+import pytest
+
+from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
+from rapier_app.scheduling import make_scheduler
+from rapier_app.sim import simulate
+from rapier_app.sim.checker import check_schedule, declared_level
+from topologies import build_topology
+
+MB = 1e6
+RAPIERS = ["rapier", "rapier-bssi", "rapier-isolated", "rapier-residual", "rapier-ls",
+           "rapier-spread"]
+
+
+def run(name, topo, cfs):
+    """(CCT per coflow id, event log); the run must pass the checker."""
+    s = make_scheduler(name, topo)
+    log = []
+    res = simulate(topo, cfs, s, event_log=log)
+    ccts = {r.coflow_id: r.cct_s for r in res.coflows}
+    rep = check_schedule(topo, cfs, log, level=declared_level(s), ccts=ccts)
+    assert rep.ok, rep.summary()
+    return ccts, log
+
+
+def one_uplink_case():
+    # Three coflows of one flow each, all out of h1 (its uplink is the only shared
+    # link): A 0.8 Gbit, B 2.4 Gbit, C 1.6 Gbit.  Isolation T: A 0.8, B 2.4, C 1.6.
+    return build_topology("bigswitch:4"), [
+        make_coflow("A", 0, [("h1", "h2", 100 * MB)]),
+        make_coflow("B", 0, [("h1", "h3", 300 * MB)]),
+        make_coflow("C", 0, [("h1", "h4", 200 * MB)])]
+
+
+@pytest.mark.parametrize("name", RAPIERS)
+def test_algorithm1_picks_the_minimum_cct_first(name):
+    # Alg. 1 picks the smallest T: A (0.8 s) at the full uplink; behind A, C's T is
+    # 0.8 + 1.6 = 2.4 s and B's 0.8 + 2.4 = 3.2 s: C next, then B.  h1's uplink is
+    # full with A, so B and C get no rate (alpha = 0) and work conservation has
+    # nothing to hand out.  CCTs: A 0.8, C 2.4, B 4.8 (mean 2.667).  Picking the
+    # maximum instead (B, C, A) gives B 2.4, C 4.0, A 4.8 (mean 3.733).
+    topo, cfs = one_uplink_case()
+    s = make_scheduler(name, topo)
+    pol = InfoPolicy(True)
+    sched = s.schedule(0.0, [CoflowState(c, pol) for c in cfs])
+    if name in ("rapier-isolated", "rapier-residual"):
+        # T on the residual capacity: behind A both B and C have T = inf (h1 up is
+        # full), a tie kept in arrival order; only the first pick is the minimum
+        assert sched.order == ["A", "B", "C"]
+    else:
+        assert sched.order == ["A", "C", "B"]
+    ccts, log = run(name, topo, cfs)
+    assert ccts == pytest.approx({"A": 0.8, "B": 4.8, "C": 2.4}, abs=1e-9)
+    first = dict(zip(log[0].flow_ids, log[0].rates_bps.tolist()))
+    assert first == pytest.approx({"A/0": 1e9, "B/0": 0.0, "C/0": 0.0})
+
+
+def test_varys_madd_rates_of_two_coflows():
+    # bigswitch:5.  A: h1->h2 0.8 Gbit, h1->h3 0.8 Gbit: Gamma_A = 1.6 s (h1 up).
+    # B: h4->h2 3.2 Gbit: Gamma_B = 3.2 s.  SEBF: A, B.  MADD A: each flow 0.8 / 1.6
+    # = 0.5 Gbit/s; residual h1 up 0, h2 down 0.5.  MADD B on the residual: Gamma'_B
+    # = max(3.2 / 1.0 (h4 up), 3.2 / 0.5 (h2 down)) = 6.4 s: 0.5 Gbit/s.  Work
+    # conservation: every flow crosses a full link (h1 up; h2 down).  A ends at 1.6 s;
+    # B has 3.2 - 0.8 = 2.4 Gbit left, alone at 1 Gbit/s: ends at 4.0 s.
+    topo = build_topology("bigswitch:5")
+    cfs = [make_coflow("A", 0, [("h1", "h2", 100 * MB), ("h1", "h3", 100 * MB)]),
+           make_coflow("B", 0, [("h4", "h2", 400 * MB)])]
+    ccts, log = run("scheduling-only", topo, cfs)
+    assert dict(zip(log[0].flow_ids, log[0].rates_bps.tolist())) == pytest.approx(
+        {"A/0": 0.5e9, "A/1": 0.5e9, "B/0": 0.5e9})
+    assert ccts == pytest.approx({"A": 1.6, "B": 4.0}, abs=1e-9)
+
+
+def test_varys_work_conservation_at_the_full_pass_changes_a_cct():
+    # bigswitch:5.  A: h1->h2 6.4 Gbit, h3->h4 0.8 Gbit: Gamma_A = 6.4 s.  B: h3->h5
+    # 3.2 Gbit: Gamma_B = 3.2 s.  SEBF: B, A.  MADD B: 1 Gbit/s (h3 up full).  A/1
+    # crosses h3's full uplink: Gamma'_A infinite, no MADD rate for A.  Work
+    # conservation (SEBF order) gives A/0 the free h1 up / h2 down: 1 Gbit/s.  At
+    # 3.2 s B ends; A/0 has 3.2 Gbit left, A/1 0.8: MADD 1.0 and 0.25, work
+    # conservation tops A/1 up to 1.0: A/1 ends at 4.0 s, A/0 at 6.4 s.
+    # Without work conservation A/0 would wait until 3.2 s: A = 9.6 s.
+    topo = build_topology("bigswitch:5")
+    cfs = [make_coflow("A", 0, [("h1", "h2", 800 * MB), ("h3", "h4", 100 * MB)]),
+           make_coflow("B", 0, [("h3", "h5", 400 * MB)])]
+    ccts, log = run("scheduling-only", topo, cfs)
+    assert dict(zip(log[0].flow_ids, log[0].rates_bps.tolist())) == pytest.approx(
+        {"A/0": 1e9, "A/1": 0.0, "B/0": 1e9})
+    assert [r.t_s for r in log] == pytest.approx([0.0, 3.2, 4.0])
+    assert dict(zip(log[1].flow_ids, log[1].rates_bps.tolist())) == pytest.approx(
+        {"A/0": 1e9, "A/1": 1e9})
+    assert ccts == pytest.approx({"A": 6.4, "B": 3.2}, abs=1e-9)
