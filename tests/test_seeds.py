@@ -408,11 +408,20 @@ def test_invariants_random(spec, name):
     r2 = simulate(topo, specs, make_scheduler(name, topo, seed=3))
     assert len(r1.coflows) == 25
     assert r1.max_link_utilisation <= 1 + 1e-6
-    assert r1.bytes_delivered == pytest.approx(r1.bytes_offered, rel=1e-9)
     np.testing.assert_array_equal(r1.ccts, r2.ccts)  # reproducible with a seed
-    # no coflow beats its own transfer time alone (largest access-link volume / 1G)
+    # no coflow beats its own transfer time alone: its largest per-host volume at
+    # the host's line rate, computed here from the specs (not by the simulator)
+    slower = 0
     for rec in r1.coflows:
-        assert rec.cct_s > 0
+        c = next(x for x in specs if x.coflow_id == rec.coflow_id)
+        out, inn = {}, {}
+        for f in c.flows:
+            out[f.src] = out.get(f.src, 0.0) + f.size_bytes * 8
+            inn[f.dst] = inn.get(f.dst, 0.0) + f.size_bytes * 8
+        alone = max(max(out.values()), max(inn.values())) / 1e9  # 1 Gbit/s host links
+        assert rec.cct_s >= alone * (1 - 1e-9), (rec.coflow_id, rec.cct_s, alone)
+        slower += rec.cct_s > alone * 1.01
+    assert slower >= 1  # the workload contends: someone waits behind another coflow
 
 
 @pytest.mark.parametrize("name", SEEDS)
