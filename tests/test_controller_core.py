@@ -217,7 +217,7 @@ def test_bad_submit_changes_nothing(ls):
     core, sched, fab = pinned_core(ls)
     sched.plan["x/0"] = (("h1", "l1", "s2", "l2", "h5"), 4e8)
     core.submit({"flows": [flow()], "id": "x"}, 0.0)
-    before = (list(core.coflows), dict(core.installed), dict(core.pushed), len(sched.calls))
+    before = (list(core.coflows), dict(core.desired), dict(core.pushed), len(sched.calls))
     for body, field in [({"flows": [flow(port=6000)], "id": "x"}, "id"),
                         ({"flows": [flow(size=3)]}, "flows[0]"),
                         ({"flows": [flow(port=6000), flow(src="h7", size=-1)]},
@@ -225,7 +225,7 @@ def test_bad_submit_changes_nothing(ls):
         with pytest.raises(RequestError) as ei:
             core.submit(body, 1.0)
         assert ei.value.field == field and ei.value.status == 400
-    assert (list(core.coflows), dict(core.installed), dict(core.pushed),
+    assert (list(core.coflows), dict(core.desired), dict(core.pushed),
             len(sched.calls)) == before
 
 
@@ -303,7 +303,7 @@ def test_scheduler_reported_fallback_only_hits_that_coflow(ls):
     assert core.coflow_view("a")["flows"][0]["path"] == ["h1", "l1", "s2", "l2", "h5"]
     assert core.coflow_view("b")["flows"][0]["path"] is None
     assert core.coflow_view("b")["fallback"] == "LP failed"
-    assert len([r for r in core.installed.values() if r.flow_id == "b/0"]) == 1
+    assert len([r for r in core.desired.values() if r.flow_id == "b/0"]) == 1
 
 
 # ---------------------------------------------------------------------------
@@ -341,7 +341,7 @@ def test_byte_counters_give_progress_and_interpolated_finish(ls):
     assert v["cct_s"] == pytest.approx(4.0 - 1.0)
     assert v["flows"][1]["finish_s"] == pytest.approx(4.0)
     assert v["flows"][0]["fct_s"] == pytest.approx(1.5)
-    assert core.installed == {}
+    assert core.desired == {}
 
 
 def test_counter_reset_is_accumulated(ls):
@@ -482,6 +482,35 @@ def test_views_are_json_serialisable(ls):
     assert math.isfinite(core.schedule_view()["info"]["t_min_s"]["c1"])
 
 
+def _check_decision(core, fab, coflows):
+    """The rules and the agent rates carry exactly the scheduler's last decision:
+    every active flow has an allocation with a path; packets of the flow walk that
+    path through the fake switches; the flow's rate is the allocated one and the
+    rate pushed for its host agent is it too (the floor ``min_rate_bps`` for a
+    waiting flow); links stay within capacity; something sends.  A scheduler that
+    returns an empty schedule fails here (issue 17)."""
+    topo = core.topology
+    alloc = core.last_schedule.allocations
+    pushed = {d["flow_id"]: d["rate_bps"] for lst in core._pushes.limits.values() for d in lst}
+    load = {}
+    total = 0.0
+    for c in coflows:
+        for f in c.active_flows():
+            a = alloc.get(f.flow_id)
+            assert a is not None, f"{f.flow_id}: no allocation"
+            path = tuple(a.path)
+            assert path[0] == f.src and path[-1] == f.dst
+            assert fab.walks(f.src, tcp_pkt(topo, f.src, f.dst, f.dst_port)) == [path]
+            assert f.path == path and f.rate_bps == a.rate_bps >= 0
+            want = a.rate_bps if a.rate_bps > 0 else core.settings.min_rate_bps
+            assert pushed[f.flow_id] == int(round(max(want, 1.0)))
+            for e in zip(path, path[1:]):
+                load[e] = load.get(e, 0.0) + a.rate_bps
+            total += a.rate_bps
+    assert total > 0
+    assert max(load.values()) <= 1e9 * (1 + 1e-6)
+
+
 @pytest.mark.parametrize("name", __import__("rapier_app.scheduling", fromlist=["x"])
                          .scheduler_names())
 def test_every_registered_scheduler_runs_in_the_controller(name):
@@ -498,22 +527,14 @@ def test_every_registered_scheduler_runs_in_the_controller(name):
     c1, a = core.submit({"flows": [flow("h1", "h4", 1448 * 100), flow("h2", "h4", 1448 * 50, 5002)]},
                         0.0)
     fab.apply(a.rules)
+    _check_decision(core, fab, (c1,))
     c2, a = core.submit({"flows": [flow("h3", "h7", 1448 * 10, 5003)]}, 0.1)
     fab.apply(a.rules)
-    load = {}
-    for c in (c1, c2):
-        for f in c.flows:
-            if f.path is not None:
-                walks = fab.walks(f.src, tcp_pkt(topo, f.src, f.dst, f.dst_port))
-                assert walks == [f.path]
-                for e in zip(f.path, f.path[1:]):
-                    load[e] = load.get(e, 0.0) + f.rate_bps
-            assert f.rate_bps >= 0
-    assert max(load.values(), default=0.0) <= 1e9 * (1 + 1e-6)
+    _check_decision(core, fab, (c1, c2))
     l1 = topo.graph.nodes["l1"]["dpid"]
     acts = core.apply_flow_stats(l1, [(cookie_for(1), 100 * seg, 100), (cookie_for(2), 50 * seg, 50),
                                       (cookie_for(3), 10 * seg, 10)], 1.0)
     assert sorted(acts.finished) == ["c1/0", "c1/1", "c2/0"]
     assert core.coflow_view("c1")["state"] == "done" and core.coflow_view("c2")["state"] == "done"
     assert core.coflow_view("c2")["cct_s"] == pytest.approx(0.9)
-    assert core.installed == {}
+    assert core.desired == {}
