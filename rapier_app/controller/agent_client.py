@@ -50,8 +50,11 @@ def connection_for(base_url: str, timeout: float) -> Tuple[http.client.HTTPConne
 
 
 def request(base_url: str, method: str, path: str, body: Optional[bytes] = None,
-            timeout: float = 1.0) -> Tuple[int, Any]:
+            timeout: float = 1.0, token: str = "") -> Tuple[int, Any]:
     """One HTTP request to an agent.
+
+    ``token`` (non-empty) is sent as ``Authorization: Bearer <token>`` (the agent's
+    ``--token-file``; required by agents on TCP).
 
     Returns:
         (status, decoded JSON body or None).
@@ -62,6 +65,8 @@ def request(base_url: str, method: str, path: str, body: Optional[bytes] = None,
     """
     conn, prefix = connection_for(base_url, timeout)
     headers = {"Content-Type": "application/json"} if body is not None else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     try:
         conn.request(method, prefix + path, body=body, headers=headers)
         resp = conn.getresponse()
@@ -82,9 +87,9 @@ def request(base_url: str, method: str, path: str, body: Optional[bytes] = None,
     return status, data
 
 
-def put_flows(base_url: str, body: bytes, timeout: float = 1.0) -> Any:
+def put_flows(base_url: str, body: bytes, timeout: float = 1.0, token: str = "") -> Any:
     """``PUT /v1/flows`` (the full rate-limit set of one host); returns the reply."""
-    return request(base_url, "PUT", "/v1/flows", body, timeout)[1]
+    return request(base_url, "PUT", "/v1/flows", body, timeout, token)[1]
 
 
 def health(base_url: str, timeout: float = 1.0) -> bool:

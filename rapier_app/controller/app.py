@@ -46,7 +46,7 @@ from ryu.topology import event as topo_event  # noqa: E402
 
 from . import agent_client, ofmsgs  # noqa: E402
 from .core import Actions, Settings, make_core, missing_switches  # noqa: E402
-from .rest import APP_KEY, RapierRestController  # noqa: E402
+from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
 
@@ -63,7 +63,8 @@ OPTS = [
                  help="link speed in bit/s (default: the topology's, 1e9); set it to the "
                       "emulated link speed"),
     cfg.StrOpt("rest_host", default=None,
-               help="REST listen address (default: Ryu's --wsapi-host, 0.0.0.0)"),
+               help="REST listen address (default 127.0.0.1; an explicit --wsapi-host "
+                    "other than 0.0.0.0 wins); off loopback rest_token is required"),
     cfg.IntOpt("rest_port", default=None, min=1, max=65535,
                help="REST port (default: Ryu's --wsapi-port, 8080); an explicit "
                     "--wsapi-port other than 8080 wins"),
@@ -110,6 +111,19 @@ OPTS = [
                help="OpenFlow idle_timeout of coflow rules (s; 0: none)"),
     cfg.IntOpt("page_limit", default=_D.page_limit, min=1,
                help="default and largest page of GET /coflows"),
+    # security (issue 14): tokens, listen addresses, request caps (docs/operations.md)
+    cfg.StrOpt("rest_token", default=_D.rest_token, secret=True,
+               help="bearer token required on POST/PUT/DELETE (Authorization: Bearer ...); "
+                    "empty: none, allowed only when REST listens on loopback"),
+    cfg.StrOpt("agent_token", default=_D.agent_token, secret=True,
+               help="bearer token sent to the host agents (their --token-file)"),
+    cfg.StrOpt("ofp_host", default=None,
+               help="OpenFlow listen address (default 127.0.0.1; an explicit "
+                    "--ofp-listen-host other than 0.0.0.0 wins)"),
+    cfg.IntOpt("max_body_bytes", default=_D.max_body_bytes, min=1024,
+               help="largest REST request body (bytes); larger: 413"),
+    cfg.IntOpt("max_flows_per_coflow", default=_D.max_flows_per_coflow, min=1,
+               help="most flows in one POST /coflows; more: 413"),
 ]
 
 CONF = cfg.CONF
@@ -167,14 +181,10 @@ class RapierController(app_manager.RyuApp):
         return time.monotonic() - self._t0
 
     def _rest_address(self) -> None:
-        """Apply ``rest_host``/``rest_port`` unless ``--wsapi-*`` were given."""
-        try:
-            if self.settings.rest_port is not None and CONF.wsapi_port == 8080:
-                CONF.set_override("wsapi_port", self.settings.rest_port)
-            if self.settings.rest_host is not None and CONF.wsapi_host == "0.0.0.0":
-                CONF.set_override("wsapi_host", self.settings.rest_host)
-        except cfg.NoSuchOptError:  # ryu.app.wsgi not imported (cannot happen here)
-            pass
+        """Set the REST and OpenFlow listen addresses (:func:`.rest.configure_listeners`:
+        loopback unless configured); refuses (SettingsError) a REST address off
+        loopback without ``rest_token``."""
+        configure_listeners(CONF, self.settings, LOG)
 
     def start(self):
         """Start Ryu's event loop plus the poller and the agent pusher."""
@@ -335,7 +345,8 @@ class RapierController(app_manager.RyuApp):
         while self._pending:
             host, push = self._pending.popitem(last=False)
             try:
-                agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s)
+                agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s,
+                                       token=self.settings.agent_token)
                 LOG.debug("agent %s: %d limits pushed", host, len(push.flows))
                 if host in self._agents_down:
                     self._agents_down.discard(host)

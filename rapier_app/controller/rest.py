@@ -15,22 +15,37 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
     GET    /rapier/v1/schedule         -> 200 the schedule in force
     GET    /rapier/v1/health           -> 200 {"ok": true, ...}
 
-Errors are answered in one place (:func:`rest_method`): bad input gives 400 and an
-unknown id 404, with ``{"error": "field: message", "field": field}``; an internal
-error gives 500 with the exception text.  Bad input changes nothing (the core
-validates before it mutates).
+Any other method on these paths is 405 (JSON, with ``Allow``); unknown paths are
+Ryu's 404.
+
+Errors are answered in one place (:func:`rest_method`) as
+``{"error": "field: message", "field": field}``: 400 bad input (naming the field,
+quoting at most 64 characters of it), 401 a mutating call without the configured
+bearer token, 404 an unknown id, 413 a body above ``max_body_bytes`` or more than
+``max_flows_per_coflow`` flows.  An unexpected exception is 500 with no detail in the
+reply (the traceback goes to the log only).  Bad input changes nothing (everything is
+validated before the core mutates).  Ids in URLs must match
+:data:`~.validation.COFLOW_ID_PATTERN`.
+
+Security (issue 14, ``docs/operations.md``): :func:`configure_listeners` makes REST
+and OpenFlow listen on 127.0.0.1 unless configured otherwise, and refuses a REST
+address off loopback without ``rest_token``; with a token, POST/PUT/DELETE need
+``Authorization: Bearer <token>`` (compared with :func:`hmac.compare_digest`).
 
 The controller object behind the routes (``data[APP_KEY]``) needs ``core``
-(:class:`~.core.ControllerCore`), ``submit(body) -> view``, ``cancel(id) -> view``
-and ``observed() -> dict``; the Ryu app provides them, tests may pass the app
-built in-process.
+(:class:`~.core.ControllerCore`, whose ``settings`` give the token and the caps),
+``submit(body) -> view``, ``cancel(id) -> view`` and ``observed() -> dict``; the Ryu
+app provides them, tests may pass the app built in-process.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
+import ipaddress
 import json
 import logging
+from typing import Any, Dict, Optional
 
 from .compat import ensure_eventlet_compat
 
@@ -38,37 +53,192 @@ ensure_eventlet_compat()
 
 from ryu.app.wsgi import ControllerBase, Response, route  # noqa: E402
 
-from .core import RequestError  # noqa: E402
+from .settings import Settings, SettingsError  # noqa: E402
+from .validation import (RequestError, check_coflow_id, check_flow_count,  # noqa: E402
+                         decode_json_body, short)
 
 LOG = logging.getLogger(__name__)
 
 PREFIX = "/rapier/v1"
 APP_KEY = "rapier_controller"
 ID_REQ = {"coflow_id": r"[^/]+"}
+#: Methods that change state: they need the bearer token when one is configured.
+MUTATING = frozenset({"POST", "PUT", "DELETE", "PATCH"})
+#: Ryu's defaults for --wsapi-host and --ofp-listen-host (meaning "not given").
+RYU_DEFAULT_HOST = "0.0.0.0"
+#: Where REST and OpenFlow listen unless configured.
+DEFAULT_HOST = "127.0.0.1"
 
 
-def json_response(status: int, body) -> Response:
-    """A JSON response with ``status``."""
-    return Response(status=status, content_type="application/json",
+# -- listen addresses --------------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (127.0.0.0/8, ::1); False for
+    anything else, including ``0.0.0.0``, ``""`` and other host names."""
+    h = (host or "").strip().strip("[]")
+    if h.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+def listen_addresses(settings: Settings, wsapi_host: str = RYU_DEFAULT_HOST,
+                     ofp_listen_host: str = RYU_DEFAULT_HOST) -> Dict[str, str]:
+    """Where REST and OpenFlow listen: ``{"rest_host": ..., "ofp_host": ...}``.
+
+    Precedence for each: Ryu's command-line flag when given with a value other than
+    its default ``0.0.0.0`` (``--wsapi-host``, ``--ofp-listen-host``), else the config
+    option (``rest_host``, ``ofp_host``), else :data:`DEFAULT_HOST` (loopback).  To
+    listen on every interface, set the option to ``0.0.0.0``.
+
+    Raises:
+        SettingsError: REST off loopback without ``rest_token`` (names ``rest_token``).
+    """
+    def pick(flag: str, option: Optional[str]) -> str:
+        if flag is not None and flag != RYU_DEFAULT_HOST:
+            return flag
+        return option if option is not None else DEFAULT_HOST
+
+    rest_host = pick(wsapi_host, settings.rest_host)
+    ofp_host = pick(ofp_listen_host, settings.ofp_host)
+    if not is_loopback(rest_host) and not settings.rest_token:
+        raise SettingsError(f"rest_token: required when REST listens off loopback "
+                            f"(rest_host/--wsapi-host = {rest_host!r}); set rest_token or "
+                            f"listen on {DEFAULT_HOST}")
+    return {"rest_host": rest_host, "ofp_host": ofp_host}
+
+
+def configure_listeners(conf, settings: Settings, log: Optional[logging.Logger] = None
+                        ) -> Dict[str, str]:
+    """Apply :func:`listen_addresses` (and ``rest_port``) to Ryu's oslo.config ``conf``
+    (``wsapi_host``, ``wsapi_port``, ``ofp_listen_host``), before Ryu binds them.
+
+    Called from the app's ``__init__``: ryu-manager starts the WSGI server and the
+    OpenFlow listener after every app is built, so the overrides take effect.
+
+    Returns:
+        the addresses, as :func:`listen_addresses`.
+
+    Raises:
+        SettingsError: as :func:`listen_addresses` (the controller does not start).
+    """
+    import ryu.controller.controller  # noqa: F401 -- registers --ofp-listen-host
+
+    addrs = listen_addresses(settings, getattr(conf, "wsapi_host", RYU_DEFAULT_HOST),
+                             getattr(conf, "ofp_listen_host", RYU_DEFAULT_HOST))
+    if settings.rest_port is not None and conf.wsapi_port == 8080:
+        conf.set_override("wsapi_port", settings.rest_port)
+    conf.set_override("wsapi_host", addrs["rest_host"])
+    conf.set_override("ofp_listen_host", addrs["ofp_host"])
+    if log is not None:
+        log.info("REST listens on %s:%s (token %s), OpenFlow on %s", addrs["rest_host"],
+                 conf.wsapi_port, "required on POST/DELETE" if settings.rest_token else "off",
+                 addrs["ofp_host"])
+        if not is_loopback(addrs["ofp_host"]):
+            log.warning("OpenFlow listens off loopback on %s without authentication: "
+                        "restrict it to the switches' management network (or use Ryu's "
+                        "TLS options --ctl-privkey/--ctl-cert/--ca-certs)", addrs["ofp_host"])
+    return addrs
+
+
+# -- responses and the error boundary ----------------------------------------------------
+def json_response(status: int, body, headers: Optional[Dict[str, str]] = None) -> Response:
+    """A JSON response with ``status`` (and extra ``headers``)."""
+    resp = Response(status=status, content_type="application/json",
                     body=json.dumps(body).encode("utf-8"))
+    for k, v in (headers or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
+def safe_path(req) -> str:
+    """The request path for logs: the raw ``PATH_INFO`` quoted and cut to 64
+    characters (``req.path`` raises on non-UTF-8 percent-escapes)."""
+    return short(req.environ.get("PATH_INFO", ""))
+
+
+def _method(req) -> str:
+    """The request method for messages (quoted and cut when it is not a plain word)."""
+    m = req.method
+    return m if m.isalpha() and len(m) <= 16 else short(m, 16)
+
+
+def _check_token(req, token: str) -> None:
+    """Raise RequestError 401 unless ``req`` carries ``Authorization: Bearer token``."""
+    got = req.environ.get("HTTP_AUTHORIZATION", "")
+    scheme, _, cred = got.partition(" ")
+    ok = hmac.compare_digest(cred.strip().encode("latin-1", "replace"),
+                             token.encode("latin-1", "replace"))
+    if scheme.lower() != "bearer" or not ok:
+        raise RequestError(401, "authorization",
+                           "missing or wrong bearer token (Authorization: Bearer <token>)")
 
 
 def rest_method(method):
-    """Decorator: turn ``(status, body)`` into JSON and errors into 400/404/500."""
+    """Decorator of the route handlers: the error boundary of the REST API.
+
+    Before the handler: the bearer token for mutating methods (when ``rest_token`` is
+    set) and the ``coflow_id`` of the URL (:func:`~.validation.check_coflow_id`).
+    The handler returns ``(status, body)``, turned into JSON; :class:`RequestError`
+    becomes its status (401 with ``WWW-Authenticate: Bearer``); any other exception a
+    bare 500 (traceback in the log, not in the reply).
+    """
 
     @functools.wraps(method)
     def wrapper(self, req, **kwargs):
         try:
+            settings = self.app.core.settings
+            if req.method in MUTATING and settings.rest_token:
+                _check_token(req, settings.rest_token)
+            if "coflow_id" in kwargs:
+                kwargs["coflow_id"] = check_coflow_id(kwargs["coflow_id"])
             status, body = method(self, req, **kwargs)
         except RequestError as exc:
-            LOG.info("REST %s %s: %s %s", req.method, req.path, exc.status, exc)
-            return json_response(exc.status, exc.to_json())
-        except Exception as exc:  # noqa: BLE001 -- report, never kill the server
-            LOG.exception("REST %s %s failed", req.method, req.path)
-            return json_response(500, {"error": f"internal error: {exc!r}", "field": None})
+            LOG.info("REST %s %s: %s %s", _method(req), safe_path(req), exc.status,
+                     exc)
+            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+            return json_response(exc.status, exc.to_json(), headers)
+        except Exception:  # noqa: BLE001 -- report, never kill the server
+            LOG.exception("REST %s %s failed", _method(req), safe_path(req))
+            return json_response(500, {"error": "internal error (see the controller log)",
+                                       "field": None})
         return json_response(status, body)
 
     return wrapper
+
+
+def read_body(req, max_bytes: int) -> bytes:
+    """The request body, at most ``max_bytes`` bytes.
+
+    A ``Content-Length`` above the cap is refused before anything is read.
+
+    Raises:
+        RequestError: 413 naming ``body``.
+    """
+    length = req.content_length
+    if length is not None and length > max_bytes:
+        raise RequestError(413, "body", f"larger than {max_bytes} bytes "
+                                        f"(Content-Length {length})")
+    data = req.body_file.read(max_bytes + 1) if length is None else req.body
+    if len(data) > max_bytes:
+        raise RequestError(413, "body", f"larger than {max_bytes} bytes")
+    return data
+
+
+def _not_allowed(path: str, allowed: str):
+    """A handler answering 405 for ``path`` (``allowed``: the methods it has)."""
+
+    def handler(self, req, **_kwargs):
+        return json_response(405, {"error": f"method: {_method(req)} not allowed "
+                                            f"on {path} (allowed: {allowed})",
+                                   "field": "method"}, {"Allow": allowed})
+
+    handler.__doc__ = f"405 for methods other than {allowed} on {path}."
+    return handler
+
+
+_OTHER = ["POST", "PUT", "DELETE", "PATCH"]
 
 
 class RapierRestController(ControllerBase):
@@ -81,8 +251,12 @@ class RapierRestController(ControllerBase):
     @route("rapier", PREFIX + "/coflows", methods=["POST"])
     @rest_method
     def post_coflow(self, req, **_kwargs):
-        """Register a coflow and reschedule; 201 with its id and state."""
-        view = self.app.submit(req.body)
+        """Register a coflow and reschedule; 201 with its id and state (413 above the
+        body or flow caps, 400 for bad input)."""
+        settings = self.app.core.settings
+        body = decode_json_body(read_body(req, settings.max_body_bytes))
+        check_flow_count(body, settings.max_flows_per_coflow)
+        view = self.app.submit(body)
         return 201, {"id": view["id"], "coflow": view}
 
     @route("rapier", PREFIX + "/coflows", methods=["GET"])
@@ -124,3 +298,21 @@ class RapierRestController(ControllerBase):
                      "topology": core.settings.topology,
                      "switches_connected": len(self.app.observed().get("connected", [])),
                      "switches_configured": len(core.topology.switches)}
+
+    # -- 405 for the other methods of each path ----------------------------------------
+    not_allowed_coflows = route("rapier", PREFIX + "/coflows", methods=["PUT", "DELETE", "PATCH"])(
+        _not_allowed(PREFIX + "/coflows", "GET, POST"))
+    not_allowed_coflow = route("rapier", PREFIX + "/coflows/{coflow_id}",
+                               methods=["POST", "PUT", "PATCH"], requirements=ID_REQ)(
+        _not_allowed(PREFIX + "/coflows/<id>", "GET, DELETE"))
+    not_allowed_topology = route("rapier", PREFIX + "/topology", methods=_OTHER)(
+        _not_allowed(PREFIX + "/topology", "GET"))
+    not_allowed_schedule = route("rapier", PREFIX + "/schedule", methods=_OTHER)(
+        _not_allowed(PREFIX + "/schedule", "GET"))
+    not_allowed_health = route("rapier", PREFIX + "/health", methods=_OTHER)(
+        _not_allowed(PREFIX + "/health", "GET"))
+
+
+__all__ = ["APP_KEY", "DEFAULT_HOST", "PREFIX", "RapierRestController", "configure_listeners",
+           "is_loopback", "json_response", "listen_addresses", "read_body", "rest_method",
+           "safe_path"]

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Mapping, Optional
 
 from topologies import Topology
+
+
+#: Bearer tokens (``rest_token``, ``agent_token``): RFC 6750 ``b64token`` characters,
+#: at least 16 of them.
+TOKEN_RE = re.compile(r"^[A-Za-z0-9\-._~+/]{16,}=*$")
 
 
 class SettingsError(ValueError):
@@ -29,8 +35,10 @@ class Settings:
             (``leafspine:3,3,3``, ``fattree:4``, ``vl2:4,4,2``, ...).
         link_bps: link speed override in bit/s (None: the builder's default,
             1 Gbit/s); must match the emulated link speed for rates to be right.
-        rest_host, rest_port: REST listen address; None means Ryu's own
-            ``--wsapi-host`` / ``--wsapi-port`` (0.0.0.0:8080).
+        rest_host, rest_port: REST listen address.  ``rest_host`` None: 127.0.0.1
+            (loopback), unless ``--wsapi-host`` names another address; an address
+            off loopback needs ``rest_token`` (see the security block below).
+            ``rest_port`` None: Ryu's ``--wsapi-port`` (8080).
         agent_url: URL template of the host agents, with ``{host}``, ``{ip}`` and
             ``{port}`` placeholders; ``http://{ip}:{port}`` or
             ``unix:/tmp/rapier-agents/{host}.sock``.  Empty: no agents (rates are
@@ -72,6 +80,20 @@ class Settings:
         rule_idle_timeout_s: OpenFlow ``idle_timeout`` of the coflow rules (s, 0..65535;
             0: none), a safety net for rules a crashed controller left behind.
         page_limit: default and largest page of ``GET /coflows`` (coflows).
+
+    Security (issue 14; see ``docs/operations.md``):
+
+    Attributes:
+        rest_token: bearer token every mutating REST call (POST, PUT, DELETE) must
+            send as ``Authorization: Bearer <token>``; ``""``: none, allowed only while
+            REST listens on loopback (the controller refuses to start otherwise).
+            At least 16 characters of ``A-Z a-z 0-9 - . _ ~ + /`` (RFC 6750 token).
+        agent_token: bearer token the controller sends to the host agents (each
+            agent's ``--token-file``); ``""``: none (agents on Unix sockets).
+        ofp_host: OpenFlow listen address; None: 127.0.0.1 unless Ryu's
+            ``--ofp-listen-host`` names another address.
+        max_body_bytes: largest REST request body (bytes); larger: 413.
+        max_flows_per_coflow: most flows in one ``POST /coflows``; more: 413.
     """
 
     scheduler: str = "rapier"
@@ -99,6 +121,12 @@ class Settings:
     retention_s: float = 3600.0
     rule_idle_timeout_s: int = 300
     page_limit: int = 1000
+    # -- security (issue 14: listen addresses, tokens, request caps) --
+    rest_token: str = ""
+    agent_token: str = ""
+    ofp_host: Optional[str] = None
+    max_body_bytes: int = 1 << 20
+    max_flows_per_coflow: int = 1000
 
     def validate(self) -> "Settings":
         """Check every option; return self.
@@ -150,6 +178,7 @@ class Settings:
         if not isinstance(self.idle_fraction, (int, float)) or not 0 <= self.idle_fraction < 1:
             raise SettingsError(f"idle_fraction: must be in [0, 1), got {self.idle_fraction!r}")
         self._validate_durability()
+        self._validate_security()
         return self
 
     def _validate_durability(self) -> None:
@@ -169,6 +198,23 @@ class Settings:
         v = self.page_limit
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise SettingsError(f"page_limit: must be an integer >= 1, got {v!r}")
+
+    def _validate_security(self) -> None:
+        """Check the security options (issue 14)."""
+        for name in ("rest_token", "agent_token"):
+            v = getattr(self, name)
+            if not isinstance(v, str) or (v and not TOKEN_RE.match(v)):
+                raise SettingsError(f"{name}: must be empty or at least 16 characters of "
+                                    f"A-Z a-z 0-9 - . _ ~ + / (got {len(str(v))} characters "
+                                    f"or a character outside that set)")
+        for name in ("rest_host", "ofp_host"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, str) or not v.strip()):
+                raise SettingsError(f"{name}: must be an address or unset, got {v!r}")
+        for name, lo in (("max_body_bytes", 1024), ("max_flows_per_coflow", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise SettingsError(f"{name}: must be an integer >= {lo}, got {v!r}")
 
     @property
     def store_enabled(self) -> bool:

@@ -3,19 +3,54 @@
 :func:`parse_coflow_request` raises :class:`RequestError` (HTTP status + the
 offending field, e.g. ``flows[1].size_bytes``) before the core touches any state, so
 that bad input changes nothing.  Units: bytes for sizes.
+
+Limits (issue 14; ``docs/operations.md``):
+
+* coflow ids match :data:`COFLOW_ID_PATTERN` (so ``.``, ``..``, ids with ``/`` or
+  non-ASCII characters are refused, in bodies and in URLs);
+* numbers must lie in a sane range: ``size_bytes`` in [1, :data:`MAX_SIZE_BYTES`],
+  ``weight`` in [:data:`MIN_WEIGHT`, :data:`MAX_WEIGHT`], ``dst_port`` in 1..65535;
+  integers of any size are compared exactly (no ``OverflowError`` above 1e308);
+* bodies: UTF-8 JSON (no ``NaN``/``Infinity``), nested too deep is 400, more bytes
+  than the cap or more flows than the cap is 413 (:func:`decode_json_body`,
+  :func:`check_flow_count`);
+* error messages quote at most :data:`QUOTE_CHARS` characters of the input
+  (:func:`short`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-from typing import Any, Dict, Tuple
+import reprlib
+from typing import Any, Dict, Optional, Tuple
 
 from topologies import Topology, TopologyError
 
-#: Coflow ids are used in URLs: keep them to a safe alphabet.
-COFLOW_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+#: Coflow ids are used in URLs: 1-128 characters of a safe alphabet, starting with a
+#: letter or digit (so never ``.`` or ``..``).
+COFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+COFLOW_ID_RE = re.compile(COFLOW_ID_PATTERN)
+#: Largest flow size accepted, bytes (1 PB).
+MAX_SIZE_BYTES = 10 ** 15
+#: Range of coflow weights accepted.
+MIN_WEIGHT, MAX_WEIGHT = 1e-6, 1e6
+#: Error messages quote at most this many characters of the input.
+QUOTE_CHARS = 64
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, QUOTE_CHARS, QUOTE_CHARS, 24
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 4
+
+
+def short(value, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters (plus ``...``), for error
+    messages and logs: never the whole input, whatever its size or nesting depth."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 -- a repr must never fail an error path
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class RequestError(ValueError):
@@ -41,6 +76,82 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def number_in_range(v, lo: float, hi: float) -> bool:
+    """True when ``v`` is an int or float (not bool) with ``lo <= v <= hi``.
+
+    Comparisons are exact for ints of any size (``10**400 <= 1e15`` is False, no
+    ``OverflowError``); NaN fails every comparison, so it is out of range too.
+    """
+    return _number(v) and lo <= v <= hi
+
+
+def check_coflow_id(value, field_name: str = "id") -> str:
+    """``value`` if it is a valid coflow id (:data:`COFLOW_ID_PATTERN`).
+
+    Raises:
+        RequestError: 400 naming ``field_name``; the message quotes a short prefix.
+    """
+    if not isinstance(value, str) or not COFLOW_ID_RE.match(value):
+        raise RequestError(400, field_name, f"must match {COFLOW_ID_PATTERN} "
+                                            f"(1-128 characters), got {short(value)}")
+    return value
+
+
+def _key(k: str) -> str:
+    """A JSON key for a field name: at most 40 characters."""
+    return k if len(k) <= 40 else k[:40] + "..."
+
+
+def _no_constant(name: str):
+    raise RequestError(400, "body", f"malformed JSON: {name} is not JSON")
+
+
+def decode_json_body(body, max_bytes: Optional[int] = None):
+    """Decode a request body (bytes or str) as standard JSON.
+
+    Args:
+        body: raw body.  max_bytes: size cap (None: none).
+
+    Returns:
+        The decoded object (a dict, list, ... as sent; already decoded objects pass).
+
+    Raises:
+        RequestError: 413 ``body`` above ``max_bytes``; 400 ``body`` for bytes that
+        are not UTF-8, malformed JSON, ``NaN``/``Infinity``, an integer of more than
+        4300 digits, or nesting too deep for the parser (``RecursionError``).
+    """
+    if isinstance(body, (bytes, bytearray, str)):
+        if max_bytes is not None and len(body) > max_bytes:
+            raise RequestError(413, "body", f"larger than {max_bytes} bytes")
+    if isinstance(body, (bytes, bytearray)):
+        try:
+            body = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RequestError(400, "body", "not UTF-8") from None
+    if isinstance(body, str):
+        try:
+            return json.loads(body, parse_constant=_no_constant)
+        except RecursionError:
+            raise RequestError(400, "body", "JSON nested too deeply") from None
+        except RequestError:
+            raise
+        except ValueError as exc:  # JSONDecodeError, too many digits
+            raise RequestError(400, "body", f"malformed JSON: {short(str(exc), 120)}") from None
+    return body
+
+
+def check_flow_count(body, max_flows: int) -> None:
+    """413 when ``body["flows"]`` is a list of more than ``max_flows`` flows.
+
+    Raises:
+        RequestError: 413 naming ``flows``.
+    """
+    flows = body.get("flows") if isinstance(body, dict) else None
+    if isinstance(flows, list) and len(flows) > max_flows:
+        raise RequestError(413, "flows", f"at most {max_flows} flows per coflow, got "
+                                         f"{len(flows)}")
+
+
 def resolve_host(topo: Topology, value, field_name: str) -> str:
     """Host name for ``value`` (a host name or a host's IPv4 address).
 
@@ -48,13 +159,13 @@ def resolve_host(topo: Topology, value, field_name: str) -> str:
         RequestError: 400 naming ``field_name`` for anything else.
     """
     if not isinstance(value, str) or not value:
-        raise RequestError(400, field_name, f"must be a host name or IP, got {value!r}")
+        raise RequestError(400, field_name, f"must be a host name or IP, got {short(value)}")
     if value in topo.graph and topo.is_host(value):
         return value
     try:
         return topo.host_by_ip(value)
-    except TopologyError:
-        raise RequestError(400, field_name, f"unknown host {value!r} in topology "
+    except (TopologyError, ValueError, TypeError):
+        raise RequestError(400, field_name, f"unknown host {short(value)} in topology "
                                             f"{topo.name}") from None
 
 
@@ -71,37 +182,32 @@ def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
         dst_port), ...]}`` with host names resolved.
 
     Raises:
-        RequestError: 400 naming the field: malformed JSON (``body``), unknown keys,
-        missing/empty ``flows``, unknown host, src == dst, size not a positive finite
-        number, dst_port not an int in 1..65535, a flow repeated in the request
-        (same src, dst, dst_port), bad ``id`` or ``weight``.
+        RequestError: 400 naming the field: malformed JSON (``body``, see
+        :func:`decode_json_body`), unknown keys, missing/empty ``flows``, unknown
+        host, src == dst, size not a number of bytes in [1, :data:`MAX_SIZE_BYTES`],
+        dst_port not an int in 1..65535, a flow repeated in the request (same src,
+        dst, dst_port), ``id`` not matching :data:`COFLOW_ID_PATTERN`, ``weight``
+        outside [:data:`MIN_WEIGHT`, :data:`MAX_WEIGHT`].  Messages quote at most
+        :data:`QUOTE_CHARS` characters of the input.
     """
-    if isinstance(body, (bytes, bytearray)):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise RequestError(400, "body", "not UTF-8") from None
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError as exc:
-            raise RequestError(400, "body", f"malformed JSON: {exc}") from None
+    body = decode_json_body(body)
     if not isinstance(body, dict):
         raise RequestError(400, "body", "must be a JSON object")
     for k in body:
         if k not in COFLOW_KEYS:
-            raise RequestError(400, k, f"unknown field (allowed: {', '.join(sorted(COFLOW_KEYS))})")
+            raise RequestError(400, _key(k), f"unknown field (allowed: "
+                                                  f"{', '.join(sorted(COFLOW_KEYS))})")
     cid = body.get("id")
     if cid is not None:
         if isinstance(cid, bool) or not isinstance(cid, (str, int)):
-            raise RequestError(400, "id", f"must be a string or integer, got {cid!r}")
-        cid = str(cid)
-        if not COFLOW_ID_RE.match(cid):
-            raise RequestError(400, "id", f"must be 1-64 characters of A-Z a-z 0-9 _ . : -, "
-                                          f"got {cid!r}")
+            raise RequestError(400, "id", f"must be a string or integer, got {short(cid)}")
+        if isinstance(cid, int) and not 0 <= cid < 10 ** 128:
+            raise RequestError(400, "id", f"must match {COFLOW_ID_PATTERN}, got {short(cid)}")
+        cid = check_coflow_id(str(cid))
     weight = body.get("weight", 1.0)
-    if not _number(weight) or not math.isfinite(weight) or weight <= 0:
-        raise RequestError(400, "weight", f"must be a positive number, got {weight!r}")
+    if not number_in_range(weight, MIN_WEIGHT, MAX_WEIGHT):
+        raise RequestError(400, "weight", f"must be a number in [{MIN_WEIGHT:g}, "
+                                          f"{MAX_WEIGHT:g}], got {short(weight)}")
     flows = body.get("flows")
     if not isinstance(flows, list) or not flows:
         raise RequestError(400, "flows", "must be a non-empty list of flows")
@@ -113,7 +219,7 @@ def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
             raise RequestError(400, where, "must be an object")
         for k in f:
             if k not in FLOW_KEYS:
-                raise RequestError(400, f"{where}.{k}",
+                raise RequestError(400, f"{where}.{_key(k)}",
                                    f"unknown field (allowed: {', '.join(sorted(FLOW_KEYS))})")
         for k in sorted(FLOW_KEYS):
             if k not in f:
@@ -123,13 +229,14 @@ def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
         if src == dst:
             raise RequestError(400, f"{where}.dst", f"must differ from src ({src})")
         size = f["size_bytes"]
-        if not _number(size) or not math.isfinite(size) or size <= 0:
+        if not number_in_range(size, 1, MAX_SIZE_BYTES):
             raise RequestError(400, f"{where}.size_bytes",
-                               f"must be a positive number of bytes, got {size!r}")
+                               f"must be a number of bytes in [1, {MAX_SIZE_BYTES:.0e}], "
+                               f"got {short(size)}")
         port = f["dst_port"]
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise RequestError(400, f"{where}.dst_port",
-                               f"must be an integer TCP port 1..65535, got {port!r}")
+                               f"must be an integer TCP port 1..65535, got {short(port)}")
         key = (src, dst, port)
         if key in seen:
             raise RequestError(400, where, f"duplicate flow: same src, dst and dst_port as "
