@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Mapping, Optional
 
 from topologies import Topology
@@ -19,6 +20,16 @@ from topologies import Topology
 #: Bearer tokens (``rest_token``, ``agent_token``): RFC 6750 ``b64token`` characters,
 #: at least 16 of them.
 TOKEN_RE = re.compile(r"^[A-Za-z0-9\-._~+/]{16,}=*$")
+
+
+#: Default database file (relative to the working directory) unless the environment
+#: variable ``RAPIER_STATE_DB`` names another (the test suite sets ``:memory:``).
+DEFAULT_STATE_DB = "rapier-state/controller.sqlite3"
+
+
+def default_state_db() -> str:
+    """``$RAPIER_STATE_DB`` or :data:`DEFAULT_STATE_DB`."""
+    return os.environ.get("RAPIER_STATE_DB", DEFAULT_STATE_DB)
 
 
 class SettingsError(ValueError):
@@ -73,6 +84,7 @@ class Settings:
         state_db: SQLite file of the accepted coflows and their state (WAL mode,
             :mod:`.store`); relative paths are taken from the working directory;
             ``:memory:`` keeps it in memory (tests), ``""`` or ``off`` disables it.
+            Default: ``$RAPIER_STATE_DB`` or ``rapier-state/controller.sqlite3``.
         store_progress_interval_s: how often the flows' ``bytes_sent`` are written
             to the database (s); arrivals, completions and cancels are written at once.
         retention_s: a done or cancelled coflow leaves memory this long after it
@@ -116,7 +128,7 @@ class Settings:
     max_paths: int = 0
     reschedule_on: str = "auto"
     # -- durability and retention (issue 14) --
-    state_db: str = "rapier-state/controller.sqlite3"
+    state_db: str = field(default_factory=default_state_db)
     store_progress_interval_s: float = 1.0
     retention_s: float = 3600.0
     rule_idle_timeout_s: int = 300
