@@ -18,7 +18,8 @@ $E run --out results/eval --reschedule flow --experiment number   --fabric fattr
 $E run --out results/eval --reschedule flow --experiment width    --fabric fattree512,vl2-512 --values 64 --tries 1 \
     --schemes baseline,routing-only,scheduling-only,rapier,aalo,philae,sincronia,optas
 # one try on the 8192-server fat-tree, rapier only (log and wall time in
-# results/eval/big_fattree8192.md)
-$E big --reschedule flow --fabric fattree8192 --schemes rapier --log-every 10
+# results/eval/big_fattree8192.md; `big` appends to that file, so move the old
+# one away first to get the run alone)
+$E big --reschedule flow --fabric fattree8192 --schemes rapier --log-every 10 --out results/eval
 $E big --reschedule flow --fabric fattree8192 --schemes baseline,scheduling-only --log-every 200 --out /tmp/big_base
 cp /tmp/big_base/big_fattree8192.md results/eval/big_fattree8192_baseline_scheduling-only.md
