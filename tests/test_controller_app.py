@@ -211,8 +211,11 @@ def test_post_sends_flow_mods_and_stats_complete_the_coflow(app):
     assert st == 201
     path = call(app, "GET", "/rapier/v1/coflows/c1")[1]["flows"][0]["path"]
     for s in path[1:-1]:
-        (fm,) = dps[s].sent
+        # One writer per switch: the flow mod, then a barrier (issue 14).
+        fm, barrier = dps[s].sent
+        assert isinstance(barrier, ofproto_v1_3_parser.OFPBarrierRequest)
         assert fm.command == ofproto_v1_3.OFPFC_ADD and fm.priority == 100
+        assert fm.idle_timeout == 300 and fm.flags == ofproto_v1_3.OFPFF_SEND_FLOW_REM
         assert fm.cookie == cookie_for(1)
         assert (fm.match["ipv4_src"], fm.match["ipv4_dst"], fm.match["tcp_dst"],
                 fm.match["ip_proto"]) == ("10.0.0.1", "10.0.0.5", 5001, 6)

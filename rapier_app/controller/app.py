@@ -13,6 +13,21 @@ Each handler finds the object, calls one core method and sends what it returns:
   at ERROR level and shown by ``GET /rapier/v1/topology``;
 * REST (:mod:`.rest`): submit and cancel coflows.
 
+Consistency and durability (issue 14):
+
+* one writer per switch: every message for a switch goes through its outbox, in the
+  order of the core calls (the core runs under one lock and its result is queued
+  before the lock is released); whoever drains the outbox sends everything queued,
+  then one ``OFPBarrierRequest``; the rules of that batch are recorded *pending*
+  in the core's :class:`~.ledger.RuleLedger` and *installed* on the
+  ``OFPBarrierReply`` (``EventOFPBarrierReply``), minus those the switch answered
+  with an ``OFPErrorMsg``;
+* coflow rules carry ``idle_timeout = rule_idle_timeout_s``; ``EventOFPFlowRemoved``
+  of an idle timeout forgets the rule (and sends it again if it is still wanted);
+* the database (:mod:`.store`, ``state_db``) is reloaded at start
+  (:meth:`~.core.ControllerCore.restore`), on the clock of the first run; the poller
+  writes progress and drops ended coflows from memory after ``retention_s``.
+
 Two green threads (``hub.spawn``): the poller (flow stats every ``stats_interval_s``,
 the idle completion rule, scheduler wake-ups, retries of failed agent pushes) and
 the agent pusher (one ``PUT /v1/flows`` per host whose rate set changed, latest set
@@ -25,10 +40,11 @@ in :data:`OPTS` with their defaults.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import fields
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Iterable, Optional, Set
 
 from .compat import ensure_eventlet_compat
 
@@ -157,7 +173,15 @@ class RapierController(app_manager.RyuApp):
         self.settings = settings or settings_from_conf(CONF)
         self.core = make_core(self.settings, LOG)
         self.core.wall_clock = time.perf_counter
-        self._t0 = time.monotonic()
+        # The clock carries on from the first run on this database (0 = its epoch).
+        epoch = self.core.clock_epoch(time.time())
+        self._t0 = time.monotonic() - max(time.time() - epoch, 0.0)
+        #: One core call at a time (REST, OpenFlow events, poller); held only over
+        #: code that does not yield, so green threads never wait on it.
+        self._lock = threading.RLock()
+        #: dpid -> messages to send, in core order: (rule or None, message or None).
+        self._outbox: Dict[int, deque] = {}
+        self._writing: Dict[int, Any] = {}
         self.datapaths: Dict[int, Any] = {}
         self.switch_ports: Dict[int, Optional[list]] = {}
         self.links: set = set()
@@ -170,6 +194,8 @@ class RapierController(app_manager.RyuApp):
         self._reported_missing = False
         kwargs["wsgi"].register(RapierRestController, {APP_KEY: self})
         self._rest_address()
+        # Reload the accepted coflows (rules go when switches connect, pushes now).
+        self.execute(self.core.restore(self.now()))
         LOG.info("RAPIER controller: scheduler %s on %s (%d switches, %d hosts), agents %s",
                  self.settings.scheduler, self.core.topology.name,
                  len(self.core.topology.switches), len(self.core.topology.hosts),
@@ -193,33 +219,112 @@ class RapierController(app_manager.RyuApp):
         self.threads.append(hub.spawn(self._push_loop))
 
     def execute(self, acts: Actions) -> None:
-        """Send the rules of ``acts`` to connected switches and queue its pushes.
+        """Queue the rules of ``acts`` for connected switches and its pushes, then
+        send (see :meth:`flush`).
 
         Rules for a switch that is not connected are skipped: when it connects, it
         gets :meth:`ControllerCore.switch_rules` (the full current set).
         """
+        with self._lock:
+            dpids = self._enqueue(acts)
+        self.flush(dpids)
+
+    def _enqueue(self, acts: Actions) -> Set[int]:
+        """Queue ``acts`` (call with the lock held, right after the core call that
+        returned it); returns the dpids whose outbox got messages."""
+        dpids = set()
         for item in acts.rules:
-            dp = self.datapaths.get(item.dpid)
-            if dp is None:
-                continue
-            dp.send_msg(ofmsgs.message_for(dp, item))
+            if item.dpid in self.datapaths:
+                self._outbox.setdefault(item.dpid, deque()).append((item, None))
+                dpids.add(item.dpid)
         for push in acts.pushes:
             self._pending[push.host] = push
             self._pending.move_to_end(push.host)
         if acts.pushes:
             self._push_event.set()
+        return dpids
+
+    def _queue_msg(self, dpid: int, msg) -> None:
+        """Queue a message that is no rule (stats request, packet-out, clear)."""
+        self._outbox.setdefault(dpid, deque()).append((None, msg))
+
+    def _core_call(self, fn: Callable[[float], Any]) -> Any:
+        """Run ``fn(now)`` (a core call returning Actions, or (x, Actions)) under the
+        lock, queue its actions, send them; return its result."""
+        with self._lock:
+            result = fn(self.now())
+            acts = result[1] if isinstance(result, tuple) else result
+            dpids = self._enqueue(acts)
+        self.flush(dpids)
+        return result
+
+    def flush(self, dpids: Iterable[int]) -> None:
+        """Drain the outboxes of ``dpids``: one writer per switch.
+
+        A caller that finds another one draining a switch leaves its messages to it
+        (they are already queued behind the drainer's, in core order).  Each drained
+        batch is sent as: its messages, then one ``OFPBarrierRequest``; its rules
+        are recorded pending before anything is sent, so that an error or the
+        barrier reply always finds them.
+        """
+        for dpid in sorted(dpids):
+            lock = self._writing.setdefault(dpid, threading.Lock())
+            while self._outbox.get(dpid):
+                if not lock.acquire(blocking=False):
+                    break  # the holder drains our messages too
+                try:
+                    while True:
+                        box = self._outbox.get(dpid)
+                        if not box:
+                            break
+                        dp = self.datapaths.get(dpid)
+                        batch = []
+                        while box:
+                            batch.append(box.popleft())
+                        if dp is not None:
+                            self._send_batch(dp, batch)
+                finally:
+                    lock.release()
+
+    def _send_batch(self, dp, batch) -> None:
+        idle = self.settings.rule_idle_timeout_s
+        msgs, rules = [], []
+        for item, msg in batch:
+            if msg is None:
+                msg = ofmsgs.message_for(dp, item, idle)
+            xid = dp.set_xid(msg)
+            msgs.append(msg)
+            if item is not None:
+                rules.append((xid, item))
+        barrier = None
+        if rules:
+            barrier = ofmsgs.barrier_request(dp)
+            bx = dp.set_xid(barrier)
+            with self._lock:
+                self.core.rules_sent(dp.id, bx, rules)
+        for msg in msgs:
+            dp.send_msg(msg)
+        if barrier is not None:
+            dp.send_msg(barrier)
 
     # -- REST facade ------------------------------------------------------------------
     def submit(self, body) -> Dict[str, Any]:
-        """Accept a coflow (``POST``); raises RequestError for bad input."""
-        c, acts = self.core.submit(body, self.now())
-        self.execute(acts)
-        return self.core.coflow_view(c.coflow_id)
+        """Accept a coflow (``POST``); raises RequestError for bad input (nothing
+        written) and 503 when the database refuses the write."""
+        c, _ = self._core_call(lambda now: self.core.submit(body, now))
+        with self._lock:
+            return self.core.coflow_view(c.coflow_id)
 
     def cancel(self, coflow_id: str) -> Dict[str, Any]:
         """Cancel a coflow (``DELETE``); raises RequestError 404/400."""
-        self.execute(self.core.cancel(coflow_id, self.now()))
-        return self.core.coflow_view(coflow_id)
+        self._core_call(lambda now: self.core.cancel(coflow_id, now))
+        with self._lock:
+            return self.core.coflow_view(coflow_id)
+
+    def coflows_page(self, state=None, limit=None, offset=0) -> Dict[str, Any]:
+        """``GET /coflows``: see :meth:`~.durability.DurabilityMixin.coflows_page`."""
+        with self._lock:
+            return self.core.coflows_page(state, limit, offset)
 
     def observed(self) -> Dict[str, Any]:
         """What Ryu saw: connected switches, discovered links, mismatches."""
@@ -247,23 +352,47 @@ class RapierController(app_manager.RyuApp):
             self.switch_ports.setdefault(dp.id, None)
             self._check()
             return
-        self.datapaths[dp.id] = dp
-        for msg in ofmsgs.clear_switch(dp):
-            dp.send_msg(msg)
-        rules = self.core.switch_rules(dp.id)
-        for item in rules:
-            dp.send_msg(ofmsgs.message_for(dp, item))
-        dp.send_msg(dp.ofproto_parser.OFPBarrierRequest(dp))
-        LOG.info("switch dpid=%#x connected: %d rules/groups installed", dp.id, len(rules))
+        with self._lock:
+            self.datapaths[dp.id] = dp
+            rules = self.core.switch_connected(dp.id)
+            box = self._outbox[dp.id] = deque()  # earlier messages were for the old link
+            for msg in ofmsgs.clear_switch(dp):
+                box.append((None, msg))
+            box.extend((item, None) for item in rules)
+        self.flush([dp.id])
+        LOG.info("switch dpid=%#x connected: %d rules/groups sent", dp.id, len(rules))
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
     def state_change(self, ev):
         """Track connected datapaths."""
         dp = ev.datapath
         if ev.state == DEAD_DISPATCHER and dp.id is not None:
+            with self._lock:
+                if self.datapaths.get(dp.id) is dp:
+                    del self.datapaths[dp.id]
+                    self._outbox.pop(dp.id, None)
+                    self.core.switch_lost(dp.id)
+                    LOG.warning("switch dpid=%#x disconnected", dp.id)
+
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
+    def barrier_reply(self, ev):
+        """A barrier reply: the rules sent before it are installed."""
+        dp = ev.msg.datapath
+        with self._lock:
             if self.datapaths.get(dp.id) is dp:
-                del self.datapaths[dp.id]
-                LOG.warning("switch dpid=%#x disconnected", dp.id)
+                self.core.barrier_reply(dp.id, ev.msg.xid)
+
+    @set_ev_cls(ofp_event.EventOFPFlowRemoved, MAIN_DISPATCHER)
+    def flow_removed(self, ev):
+        """A coflow rule timed out on its switch: forget it, re-add it if wanted."""
+        msg = ev.msg
+        ofp = msg.datapath.ofproto
+        if msg.reason not in (ofp.OFPRR_IDLE_TIMEOUT, ofp.OFPRR_HARD_TIMEOUT):
+            return
+        dpid = msg.datapath.id
+        LOG.info("switch dpid=%#x: rule cookie=%#x timed out", dpid, msg.cookie)
+        self._core_call(lambda now: self.core.rule_expired(
+            dpid, msg.priority, ofmsgs.match_tuple(msg.match), msg.cookie))
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def packet_in(self, ev):
@@ -273,7 +402,9 @@ class RapierController(app_manager.RyuApp):
         if reply is None:
             return
         dp = msg.datapath
-        dp.send_msg(ofmsgs.packet_out(dp, msg.match["in_port"], reply))
+        with self._lock:
+            self._queue_msg(dp.id, ofmsgs.packet_out(dp, msg.match["in_port"], reply))
+        self.flush([dp.id])
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     def flow_stats_reply(self, ev):
@@ -285,14 +416,18 @@ class RapierController(app_manager.RyuApp):
         if msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE:
             return
         entries = self._stats_parts.pop(dpid, [])
-        self.execute(self.core.apply_flow_stats(dpid, entries, self.now()))
+        self._core_call(lambda now: self.core.apply_flow_stats(dpid, entries, now))
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error_msg(self, ev):
         """Log OpenFlow errors (a rejected flow or group mod)."""
         msg = ev.msg
-        LOG.error("OpenFlow error from dpid=%#x: type=%#x code=%#x data=%s",
-                  msg.datapath.id or 0, msg.type, msg.code, bytes(msg.data[:64]).hex())
+        LOG.error("OpenFlow error from dpid=%#x: xid=%s type=%#x code=%#x data=%s",
+                  msg.datapath.id or 0, msg.xid, msg.type, msg.code,
+                  bytes(msg.data[:64]).hex())
+        if msg.datapath.id is not None:
+            with self._lock:
+                self.core.rule_error(msg.datapath.id, msg.xid)
 
     # -- topology discovery -------------------------------------------------------------
     @set_ev_cls(topo_event.EventSwitchEnter)
@@ -311,25 +446,32 @@ class RapierController(app_manager.RyuApp):
 
     # -- green threads -----------------------------------------------------------------
     def poll_once(self) -> None:
-        """One poller round: flow-stats requests, idle rule, wake-ups, push retries."""
-        now = self.now()
-        for dpid in self.core.stats_dpids():
-            dp = self.datapaths.get(dpid)
-            if dp is not None:
-                dp.send_msg(ofmsgs.flow_stats_request(dp))
-        acts = self.core.check_idle(now)
-        if not acts.finished and self.core.wakeup_due(now):
-            acts = self.core.reschedule(now)
-        if now - self._last_retry > 5.0:
-            self._last_retry = now
-            acts.extend(self.core.retry_pushes())
-            if now > 15.0 and not self._reported_missing:
-                missing = missing_switches(self.core.topology, self.datapaths)
-                if missing:
-                    LOG.error("topology mismatch: configured switches not connected after "
-                              "15 s: %s", ", ".join(missing))
-                self._reported_missing = True
-        self.execute(acts)
+        """One poller round: flow-stats requests, idle rule, wake-ups, push retries,
+        progress writes and retention."""
+        with self._lock:
+            now = self.now()
+            polled = []
+            for dpid in self.core.stats_dpids():
+                dp = self.datapaths.get(dpid)
+                if dp is not None:
+                    self._queue_msg(dpid, ofmsgs.flow_stats_request(dp))
+                    polled.append(dpid)
+            acts = self.core.check_idle(now)
+            if not acts.finished and self.core.wakeup_due(now):
+                acts = self.core.reschedule(now)
+            if now - self._last_retry > 5.0:
+                self._last_retry = now
+                acts.extend(self.core.retry_pushes())
+                if now > 15.0 and not self._reported_missing:
+                    missing = missing_switches(self.core.topology, self.datapaths)
+                    if missing:
+                        LOG.error("topology mismatch: configured switches not connected "
+                                  "after 15 s: %s", ", ".join(missing))
+                    self._reported_missing = True
+            dpids = self._enqueue(acts) | set(polled)
+            self.core.persist_progress(now)
+            self.core.prune(now)
+        self.flush(dpids)
 
     def _poll_loop(self) -> None:
         while True:
@@ -356,7 +498,8 @@ class RapierController(app_manager.RyuApp):
                 level = logging.DEBUG if host in self._agents_down else logging.WARNING
                 LOG.log(level, "agent %s unreachable or refused the rate set: %s", host, exc)
                 self._agents_down.add(host)
-                self.core.push_failed(host)
+                with self._lock:
+                    self.core.push_failed(host)
 
     def _push_loop(self) -> None:
         while True:

@@ -60,6 +60,8 @@ from topologies import Topology, TopologyError, build_topology
 
 from ..core.model import CoflowState, FlowState, InfoPolicy, Schedule
 from .arp import _mac_bytes, _mac_str, build_arp_reply, parse_arp_request  # noqa: F401
+from .durability import DurabilityMixin
+from .ledger import RuleLedger
 from .progress import ProgressMixin
 from .pushes import AgentPush, PushBook, flow_limit  # noqa: F401
 from .registry import ACTIVE, CANCELLED, DONE, FlowTrack, RegistryMixin  # noqa: F401
@@ -69,6 +71,7 @@ from .rules import (COOKIE_DEFAULT, COOKIE_TAG, COOKIE_TAG_MASK, ETH_TYPE_ARP,  
                     check_observed, cookie_for, default_forwarding, diff_rules,
                     missing_switches, tcp_match)
 from .settings import Settings, SettingsError, build_scheduler
+from .store import Store, StoreError
 from .validation import (COFLOW_ID_RE, COFLOW_KEYS, FLOW_KEYS, RequestError,  # noqa: F401
                          _number, parse_coflow_request, resolve_host)
 from .views import ViewsMixin, _jsonable  # noqa: F401
@@ -76,7 +79,7 @@ from .views import ViewsMixin, _jsonable  # noqa: F401
 BITS = 8.0
 
 
-class ControllerCore(RegistryMixin, ProgressMixin, ViewsMixin):
+class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
 
     Args:
@@ -84,15 +87,23 @@ class ControllerCore(RegistryMixin, ProgressMixin, ViewsMixin):
         scheduler: a scheduler for that topology (see :func:`build_scheduler`).
         settings: the controller options.
         log: optional ``logging.Logger``-like object (``info``/``warning``/``error``).
+        store: the :class:`~.store.Store` that keeps accepted coflows across restarts
+            (None: memory only).  :meth:`restore` reloads it.
 
     Every mutating method takes ``now`` (seconds since the controller started) and
     returns :class:`Actions` for the shell to carry out.  The REST operations come
     from :class:`~.registry.RegistryMixin`, progress from
-    :class:`~.progress.ProgressMixin`, the views from :class:`~.views.ViewsMixin`.
+    :class:`~.progress.ProgressMixin`, restart/retention/paging from
+    :class:`~.durability.DurabilityMixin`, the views from :class:`~.views.ViewsMixin`.
+
+    Rules: :attr:`desired` holds every coflow rule the controller wants on the
+    switches, keyed ``(dpid, flow_id)`` (sent, or sent when the switch connects);
+    :attr:`ledger` (:class:`~.ledger.RuleLedger`) what each switch confirmed with a
+    barrier reply.  A rule is *installed* only once confirmed, *pending* before.
     """
 
     def __init__(self, topology: Topology, scheduler, settings: Optional[Settings] = None,
-                 log=None):
+                 log=None, store: Optional[Store] = None):
         self.topology = topology
         self.scheduler = scheduler
         self.settings = (settings or Settings()).validate()
@@ -104,7 +115,9 @@ class ControllerCore(RegistryMixin, ProgressMixin, ViewsMixin):
         self.fallback: Dict[str, str] = {}
         self.tracks: Dict[str, FlowTrack] = {}
         self.flow_by_cookie: Dict[int, FlowState] = {}
-        self.installed: Dict[Tuple[int, str], FlowRule] = {}
+        self.desired: Dict[Tuple[int, str], FlowRule] = {}
+        self.ledger = RuleLedger()
+        self.store = store
         self._pushes = PushBook(self.agent_url)
         #: host -> what its agent was last sent (the push book's own dict)
         self.pushed: Dict[str, Tuple] = self._pushes.pushed
@@ -143,7 +156,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, ViewsMixin):
     def switch_rules(self, dpid: int) -> List[Any]:
         """Everything switch ``dpid`` must hold: defaults plus current coflow rules
         (sent after a switch (re)connects and its tables were cleared)."""
-        mine = [r for (d, _), r in sorted(self.installed.items()) if d == dpid]
+        mine = [r for (d, _), r in sorted(self.desired.items()) if d == dpid]
         return self.default_rules(dpid) + [r.with_command("add") for r in mine]
 
     def is_known_dpid(self, dpid: int) -> bool:
@@ -256,14 +269,91 @@ class ControllerCore(RegistryMixin, ProgressMixin, ViewsMixin):
                     limits.setdefault(f.src, []).append(flow_limit(
                         f.flow_id, self.ip(f.src), self.ip(f.dst), f.dst_port, rate))
         # Rule diff: adds/modifies first (new path ready), deletes last.
-        acts.rules.extend(diff_rules(self.installed, desired))
-        self.installed = desired
+        acts.rules.extend(diff_rules(self.desired, desired))
+        self.desired = desired
         # Agent pushes: every host whose set changed (hosts that lost all flows get []).
         if self.settings.agent_url:
             acts.pushes.extend(self._pushes.update(limits))
         else:
             self._pushes.limits = limits
         return acts
+
+    # -- what the switches hold (barrier-confirmed, issue 14) --------------------------
+    @property
+    def installed(self) -> Dict[Tuple[int, str], FlowRule]:
+        """Coflow rules confirmed on their switch by a barrier reply, keyed
+        ``(dpid, flow_id)`` like :attr:`desired` (a subset of it while rules are
+        pending; rules of flows no longer desired until their delete is confirmed)."""
+        out = {}
+        for dpid, table in self.ledger.confirmed.items():
+            for r in table.values():
+                if isinstance(r, FlowRule) and r.flow_id is not None:
+                    out[(dpid, r.flow_id)] = r
+        return out
+
+    def switch_connected(self, dpid: int) -> List[Any]:
+        """Switch ``dpid`` (re)connected: nothing on it is confirmed any more; returns
+        :meth:`switch_rules`, what it must be given (after clearing it)."""
+        self.ledger.reset(dpid)
+        return self.switch_rules(dpid)
+
+    def switch_lost(self, dpid: int) -> None:
+        """Switch ``dpid`` disconnected: its table is unknown until it reconnects."""
+        self.ledger.lost(dpid)
+
+    def rules_sent(self, dpid: int, barrier_xid: int, items) -> None:
+        """The shell sent ``items`` ((xid, rule) in order) to ``dpid`` followed by
+        barrier ``barrier_xid``: they are pending (:meth:`.ledger.RuleLedger.sent`)."""
+        self.ledger.sent(dpid, barrier_xid, items)
+
+    def barrier_reply(self, dpid: int, xid: int) -> int:
+        """Barrier ``xid`` of ``dpid`` answered: its rules are installed.  Returns the
+        number of rules confirmed."""
+        return self.ledger.barrier_reply(dpid, xid)
+
+    def rule_error(self, dpid: int, xid: int) -> Optional[Any]:
+        """``dpid`` answered message ``xid`` with an OpenFlow error: the rule is not
+        recorded installed (it stays pending in the view); logged and returned."""
+        item = self.ledger.error(dpid, xid)
+        if item is not None:
+            self._log("error", "switch dpid=%#x rejected %s", dpid, item)
+            self.errors.append(f"switch dpid={dpid:#x} rejected {item}")
+        return item
+
+    def rule_expired(self, dpid: int, priority: int, match, cookie: int) -> Actions:
+        """The switch removed a rule on its idle timeout (``OFPFlowRemoved``): forget
+        it; a rule still desired (its flow is active) is sent again (ADD)."""
+        self.ledger.removed(dpid, priority, match)
+        acts = Actions()
+        for (d, _), r in self.desired.items():
+            if d == dpid and r.priority == priority and r.match == tuple(match) \
+                    and r.cookie == cookie:
+                acts.rules.append(r.with_command("add"))
+        return acts
+
+    def rule_states(self, flow_id: str) -> Dict[str, int]:
+        """``{"installed": n, "pending": m}``: the flow's desired rules confirmed by a
+        barrier reply, and not (yet)."""
+        out = {"installed": 0, "pending": 0}
+        for (_, fid), r in self.desired.items():
+            if fid == flow_id:
+                out[self.ledger.status(r)] += 1
+        return out
+
+    def coflow_view(self, cid: str) -> Dict[str, Any]:
+        """:meth:`~.views.ViewsMixin.coflow_view` plus, per flow, ``rules``
+        (:meth:`rule_states`); a coflow that left memory (retention) is answered
+        from the database (:meth:`~.durability.DurabilityMixin.stored_view`).
+
+        Raises:
+            RequestError: 404 for an id neither in memory nor in the database.
+        """
+        if cid not in self.coflows and self.store is not None:
+            return self.stored_view(cid)
+        view = super().coflow_view(cid)
+        for fv in view["flows"]:
+            fv["rules"] = self.rule_states(fv["flow_id"])
+        return view
 
     def push_failed(self, host: str) -> None:
         """Mark ``host``'s pushed set as unknown so the next reschedule pushes again."""
@@ -300,8 +390,12 @@ class ControllerCore(RegistryMixin, ProgressMixin, ViewsMixin):
 def make_core(settings: Settings, log=None) -> ControllerCore:
     """Build topology, scheduler and core from ``settings``.
 
+    Opens the database ``settings.state_db`` (when enabled) but does not reload it:
+    the caller calls :meth:`ControllerCore.restore` with its clock.
+
     Raises:
-        SettingsError: bad topology spec or scheduler name (naming the option).
+        SettingsError: bad topology spec or scheduler name (naming the option), or a
+        database that cannot be used (``state_db: ...``: corrupt, newer schema).
     """
     settings.validate()
     try:
@@ -314,7 +408,13 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
         sched = build_scheduler(settings, topo)
     except SchedulerError as exc:
         raise SettingsError(f"scheduler: {exc}") from None
-    return ControllerCore(topo, sched, settings, log)
+    store = None
+    if settings.store_enabled:
+        try:
+            store = Store(settings.state_db)
+        except StoreError as exc:
+            raise SettingsError(f"state_db: {exc}") from None
+    return ControllerCore(topo, sched, settings, log, store)
 
 
 __all__ = ["Actions", "AgentPush", "ControllerCore", "FlowRule", "GroupRule", "RequestError",

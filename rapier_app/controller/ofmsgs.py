@@ -34,16 +34,25 @@ def actions_for(dp, actions: Sequence[tuple]) -> List[Any]:
     return out
 
 
-def flow_mod(dp, rule: FlowRule):
+def flow_mod(dp, rule: FlowRule, idle_timeout_s: int = 0):
     """An ``OFPFlowMod`` for ``rule`` (ADD, MODIFY_STRICT or DELETE_STRICT in table 0).
 
-    ADD sets ``OFPFF_SEND_FLOW_REM`` off and ``OFPFF_CHECK_OVERLAP`` off, so a repeated
-    ADD replaces the rule; MODIFY_STRICT changes only the instructions and keeps the
-    byte counters (OpenFlow 1.3 section 6.4).
+    ``OFPFF_CHECK_OVERLAP`` is off, so a repeated ADD replaces the rule;
+    MODIFY_STRICT changes only the instructions and keeps the byte counters and
+    timeouts (OpenFlow 1.3 section 6.4).
+
+    Args:
+        idle_timeout_s: the ADD's ``idle_timeout`` in seconds (0..65535; 0: none),
+            given to coflow rules as a safety net (issue 14): the switch removes a
+            rule no packet matched for that long, and with it set the ADD carries
+            ``OFPFF_SEND_FLOW_REM`` so the controller hears of the removal.
 
     Raises:
-        ValueError: unknown command.
+        ValueError: unknown command, or ``idle_timeout_s`` outside 0..65535.
     """
+    if isinstance(idle_timeout_s, bool) or not isinstance(idle_timeout_s, int) \
+            or not 0 <= idle_timeout_s <= 0xFFFF:
+        raise ValueError(f"idle_timeout_s: must be an integer 0..65535, got {idle_timeout_s!r}")
     ofp, parser = dp.ofproto, dp.ofproto_parser
     match = parser.OFPMatch(**rule.match_dict())
     commands = {"add": ofp.OFPFC_ADD, "modify": ofp.OFPFC_MODIFY_STRICT,
@@ -54,11 +63,14 @@ def flow_mod(dp, rule: FlowRule):
     if rule.command != "delete":
         inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
                                              actions_for(dp, rule.actions))]
+    idle = idle_timeout_s if rule.command == "add" else 0
+    flags = ofp.OFPFF_SEND_FLOW_REM if idle else 0
     return parser.OFPFlowMod(datapath=dp, cookie=rule.cookie, cookie_mask=0, table_id=0,
-                             command=commands[rule.command], idle_timeout=0, hard_timeout=0,
-                             priority=rule.priority, buffer_id=ofp.OFP_NO_BUFFER,
-                             out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, flags=0,
-                             match=match, instructions=inst)
+                             command=commands[rule.command], idle_timeout=idle,
+                             hard_timeout=0, priority=rule.priority,
+                             buffer_id=ofp.OFP_NO_BUFFER, out_port=ofp.OFPP_ANY,
+                             out_group=ofp.OFPG_ANY, flags=flags, match=match,
+                             instructions=inst)
 
 
 def group_mod(dp, group: GroupRule):
@@ -73,11 +85,19 @@ def group_mod(dp, group: GroupRule):
                               buckets if group.command != "delete" else [])
 
 
-def message_for(dp, item):
-    """``flow_mod`` or ``group_mod`` depending on the rule type."""
+def message_for(dp, item, idle_timeout_s: int = 0):
+    """``flow_mod`` or ``group_mod`` depending on the rule type; ``idle_timeout_s``
+    (see :func:`flow_mod`) applies to coflow rules only (``flow_id`` set), never to
+    default forwarding."""
     if isinstance(item, GroupRule):
         return group_mod(dp, item)
-    return flow_mod(dp, item)
+    return flow_mod(dp, item, idle_timeout_s if item.flow_id is not None else 0)
+
+
+def barrier_request(dp):
+    """An ``OFPBarrierRequest``: the switch answers once every earlier message is
+    processed (OpenFlow 1.3 section 6.2)."""
+    return dp.ofproto_parser.OFPBarrierRequest(dp)
 
 
 def clear_switch(dp) -> List[Any]:
@@ -109,3 +129,14 @@ def packet_out(dp, port: int, data: bytes):
     return parser.OFPPacketOut(datapath=dp, buffer_id=ofp.OFP_NO_BUFFER,
                                in_port=ofp.OFPP_CONTROLLER,
                                actions=[parser.OFPActionOutput(int(port), 0)], data=data)
+
+
+#: Match fields of a coflow rule, in :func:`.rules.tcp_match` order.
+_COFLOW_MATCH_FIELDS = ("eth_type", "ip_proto", "ipv4_src", "ipv4_dst", "tcp_dst")
+
+
+def match_tuple(match) -> tuple:
+    """A switch's ``OFPMatch`` (e.g. of an ``OFPFlowRemoved``) as the core's match
+    data ``((field, value), ...)``, fields in :func:`.rules.tcp_match` order (the
+    only rules with an idle timeout are coflow rules)."""
+    return tuple((k, match[k]) for k in _COFLOW_MATCH_FIELDS if k in match)

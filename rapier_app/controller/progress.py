@@ -19,6 +19,12 @@ last counter change (covers sends without TCP timestamps, i.e. 12 bytes less
 header per packet, and retransmission accounting).  Counter resets (a switch that
 reconnected and got its rules re-added) are detected and accumulated.
 
+After a controller restart (issue 14) a flow reloaded from the database starts from
+its stored ``bytes_sent`` (written every ``store_progress_interval_s``), but its
+switches' counters restart from zero when its rules are re-added and the bytes sent
+while the controller was down are unknown; such a flow is done by the same
+size rule, or by a relaxed idle rule (:meth:`ProgressMixin._restored_idle`).
+
 Units: bytes, seconds.
 """
 
@@ -29,6 +35,7 @@ from typing import Iterable, List, Tuple
 from ..core.model import FlowState
 from .registry import ACTIVE, DONE
 from .rules import Actions
+from .store import StoreError
 
 class ProgressMixin:
     """Progress tracking of :class:`.core.ControllerCore` (byte counters ->
@@ -100,12 +107,34 @@ class ProgressMixin:
         for c in self.active():
             for f in list(c.active_flows()):
                 tr = self.tracks[f.flow_id]
+                if tr.restored_s is not None:  # reloaded after a restart (module doc)
+                    t_done = self._restored_idle(tr, now)
+                    if t_done is not None:
+                        self._finish(f, max(t_done, f.start_s))
+                        finished.append(f.flow_id)
+                    continue
                 if tr.last_change_s is None or now - tr.last_change_s < s.idle_finish_s:
                     continue
                 if tr.last_payload >= (1 - s.idle_fraction) * f.spec.size_bytes:
                     self._finish(f, tr.last_change_s)
                     finished.append(f.flow_id)
         return self._after_finish(finished, now)
+
+    def _restored_idle(self, tr, now: float):
+        """Completion time of a flow reloaded after a restart by the idle rule, or
+        None.  Its byte counters restarted from zero when its rules were re-added and
+        the bytes sent while the controller was down are unknown, so the fraction
+        condition is dropped: counters still for ``idle_finish_s`` after they moved
+        (done at the last change), or, for a flow that had sent bytes before the
+        restart, no movement at all for ``5 * idle_finish_s`` after the reload with
+        at least one counter sample (done at the reload)."""
+        s = self.settings
+        if tr.last_change_s is not None:
+            return tr.last_change_s if now - tr.last_change_s >= s.idle_finish_s else None
+        if (tr.offset_bytes > 0 and tr.last_poll_s is not None
+                and now - tr.restored_s >= 5 * s.idle_finish_s):
+            return tr.restored_s
+        return None
 
     def _finish(self, f: FlowState, t: float) -> None:
         f.bytes_sent = f.spec.size_bytes
@@ -126,6 +155,23 @@ class ProgressMixin:
                 self.errors.append(f"{t:.3f}: {msg}")
         self._log("info", "flow %s done at %.3f s", f.flow_id, t)
 
+    def _record_finished(self, finished: List[str], ended, now: float) -> None:
+        """Write finished flows and done coflows to the database (one transaction).
+        A failed write is logged and kept in ``errors``; memory stays the truth and
+        the next progress write retries the flows."""
+        if self.store is None:
+            return
+        flows = [self.flow_by_cookie[self.tracks[fid].cookie] for fid in finished]
+        try:
+            with self.store.batch():
+                self.store.update_flows([(f.flow_id, float(f.bytes_sent), f.finish_s)
+                                         for f in flows])
+                for c in ended:
+                    self.store.update_coflow(c.coflow_id, DONE, now, c.finish_s)
+        except StoreError as exc:
+            self._log("error", "%s", exc)
+            self.errors.append(f"{now:.3f}: {exc}")
+
     def reschedule_mode(self) -> str:
         """``"flow"`` or ``"coflow"``: the decision points in use (the
         ``reschedule_on`` setting, ``auto`` resolved from the scheduler)."""
@@ -141,6 +187,7 @@ class ProgressMixin:
         if not finished:
             return Actions()
         coflow_done = False
+        ended = []
         for c in self.active():
             c._invalidate()
             if not c.active_flows():
@@ -148,7 +195,9 @@ class ProgressMixin:
                 self.state[c.coflow_id] = DONE
                 self.ended_s[c.coflow_id] = now
                 coflow_done = True
+                ended.append(c)
                 self._log("info", "coflow %s done: CCT %.3f s", c.coflow_id, c.cct_s)
+        self._record_finished(finished, ended, now)
         if (self.reschedule_mode() == "coflow" and not coflow_done
                 and self.last_schedule is not None):
             acts = self._apply(self.last_schedule, self.active())

@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 
 from ..core.model import CoflowState, WorkloadError, make_coflow
 from .rules import Actions, cookie_for
+from .store import CoflowRecord, FlowRecord, StoreError
 from .validation import RequestError, parse_coflow_request
 
 #: The states of a coflow in the registry.
@@ -32,6 +33,8 @@ class FlowTrack:
         last_payload: last payload estimate (bytes).
         last_poll_s: time of the last counter sample (s).
         last_change_s: time the payload estimate last grew (s).
+        restored_s: time the flow was reloaded from the database after a restart
+            (None for a flow accepted by this run); see :mod:`.progress`.
     """
 
     cookie: int
@@ -42,14 +45,16 @@ class FlowTrack:
     last_payload: float = 0.0
     last_poll_s: Optional[float] = None
     last_change_s: Optional[float] = None
+    restored_s: Optional[float] = None
 
 
 class RegistryMixin:
     """Submit, look up, cancel and list coflows (``POST``/``GET``/``DELETE /coflows``).
 
     Uses the core's ``topology``, ``policy``, ``coflows``, ``state``, ``ended_s``,
-    ``tracks``, ``flow_by_cookie``, ``_dpid``, ``_next_cookie``, ``_next_auto``, and
-    its :meth:`reschedule` and ``_log``.
+    ``tracks``, ``flow_by_cookie``, ``_dpid``, ``_next_cookie``, ``_next_auto``,
+    ``store`` (a :class:`~.store.Store` or None), and its :meth:`reschedule` and
+    ``_log``.
     """
 
     # -- REST operations ------------------------------------------------------------
@@ -66,18 +71,20 @@ class RegistryMixin:
         Raises:
             RequestError: 400 for bad input, duplicate coflow id, or a flow whose
             (src, dst, dst_port) is already used by an active flow (the rules would
-            collide).  Nothing is changed then.
+            collide); 503 when the database write fails.  Nothing is changed then
+            (the database write is the last step before the coflow is accepted).
         """
         req = parse_coflow_request(body, self.topology)
         cid = req["id"]
+        next_auto = self._next_auto
         if cid is None:
-            while f"c{self._next_auto}" in self.coflows:
-                self._next_auto += 1
-            cid = f"c{self._next_auto}"
-            self._next_auto += 1
-        elif cid in self.coflows:
+            while self._known_state(f"c{next_auto}") is not None:
+                next_auto += 1
+            cid = f"c{next_auto}"
+            next_auto += 1
+        elif self._known_state(cid) is not None:
             raise RequestError(400, "id", f"coflow {cid!r} already exists "
-                                          f"(state {self.state[cid]})")
+                                          f"(state {self._known_state(cid)})")
         busy = {(f.src, f.dst, f.dst_port): f.flow_id for c in self.active()
                 for f in c.active_flows()}
         for i, (s, d, _, p) in enumerate(req["flows"]):
@@ -92,11 +99,25 @@ class RegistryMixin:
         except WorkloadError as exc:  # defensive: validated above
             raise RequestError(400, "flows", str(exc)) from None
         c = CoflowState(spec, self.policy)
+        cookies = [cookie_for(self._next_cookie + i) for i in range(len(c.flows))]
+        if self.store is not None:  # durable before it is accepted (issue 14)
+            rec = CoflowRecord(cid, float(c.weight), float(c.arrival_s), ACTIVE, flows=[
+                FlowRecord(f.flow_id, i, f.src, f.dst, float(f.spec.size_bytes), f.dst_port,
+                           cookies[i]) for i, f in enumerate(c.flows)])
+            try:
+                with self.store.batch():
+                    self.store.add_coflow(rec)
+                    self.store.set_meta("next_cookie", self._next_cookie + len(cookies))
+                    self.store.set_meta("next_auto", next_auto)
+            except StoreError as exc:
+                self._log("error", "coflow %s not accepted: %s", cid, exc)
+                raise RequestError(503, "store", f"the coflow could not be recorded: "
+                                                 f"{exc}") from None
+        self._next_auto = next_auto
+        self._next_cookie += len(cookies)
         self.coflows[cid] = c
         self.state[cid] = ACTIVE
-        for f in c.flows:
-            cookie = cookie_for(self._next_cookie)
-            self._next_cookie += 1
+        for f, cookie in zip(c.flows, cookies):
             first = self.topology.attachment(f.src)[0]
             self.tracks[f.flow_id] = FlowTrack(cookie, self._dpid[first])
             self.flow_by_cookie[cookie] = f
@@ -111,17 +132,36 @@ class RegistryMixin:
             raise RequestError(404, "id", f"no coflow {cid!r}")
         return c
 
+    def _known_state(self, cid: str) -> Optional[str]:
+        """State of ``cid`` in memory or, once pruned from memory, in the database;
+        None for an id never accepted."""
+        st = self.state.get(cid)
+        if st is None and self.store is not None:
+            rec = self.store.get(cid)
+            st = None if rec is None else rec.state
+        return st
+
     def cancel(self, cid: str, now: float) -> Actions:
         """Cancel coflow ``cid`` (``DELETE /coflows/<id>``): its rules and rate limits
         go, the others are rescheduled.
 
         Raises:
             RequestError: 404 for an unknown id; 400 when it is already done or
-            cancelled.
+            cancelled (also once it left memory: the database answers); 503 when the
+            database write fails (nothing changed).
         """
-        c = self.get(cid)
-        if self.state[cid] != ACTIVE:
-            raise RequestError(400, "id", f"coflow {cid!r} is already {self.state[cid]}")
+        st = self._known_state(cid)
+        if st is None:
+            raise RequestError(404, "id", f"no coflow {cid!r}")
+        if st != ACTIVE:
+            raise RequestError(400, "id", f"coflow {cid!r} is already {st}")
+        c = self.coflows[cid]
+        if self.store is not None:
+            try:
+                self.store.update_coflow(cid, CANCELLED, now, None)
+            except StoreError as exc:
+                raise RequestError(503, "store", f"the cancel could not be recorded: "
+                                                 f"{exc}") from None
         self.state[cid] = CANCELLED
         self.ended_s[cid] = now
         for f in c.flows:
