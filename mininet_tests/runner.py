@@ -402,7 +402,10 @@ class Emulation:
                 self.topology, self.scheduler,
                 None if self.bw_mbps is None else self.bw_mbps * 1e6,
                 f"unix:{self.agent_dir}/{{host}}.sock" if self.enforce else "",
-                self.controller_opts))
+                # the controller's database lives in the run's folder (issue 14): a
+                # restarted controller of this run reloads it, another run never does
+                dict({"state_db": os.path.join(self.workdir, "controller.sqlite3")},
+                     **(self.controller_opts or {}))))
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
         cmd = [_venv_bin("ryu-manager"), "--config-file", conf,
                "--ofp-tcp-listen-port", str(self.of_port),
