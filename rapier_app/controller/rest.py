@@ -6,7 +6,10 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         "size_bytes": 52428800, "dst_port": 5001}],
                                         "id": optional, "weight": optional}
                                         -> 201 {"id": ..., "coflow": {...}}
-    GET    /rapier/v1/coflows          -> 200 {"coflows": [{...}, ...]}
+    GET    /rapier/v1/coflows          -> 200 {"coflows": [{...}, ...], "total": N,
+                                        "offset", "limit", "next_offset"}
+                                        ?limit=&offset=&state=active|done|
+                                        cancelled|finished (docs/operations.md)
     GET    /rapier/v1/coflows/<id>     -> 200 {...} (state active/done/cancelled;
                                         per flow path, rate_bps, bytes_sent, finish_s;
                                         cct_s once done)
@@ -262,8 +265,21 @@ class RapierRestController(ControllerBase):
     @route("rapier", PREFIX + "/coflows", methods=["GET"])
     @rest_method
     def list_coflows(self, req, **_kwargs):
-        """Every coflow (active, done, cancelled) in arrival order."""
-        return 200, {"coflows": self.app.core.coflows_view()}
+        """Coflows in arrival order, a page at a time: ``?limit=`` (1..page_limit,
+        default page_limit), ``?offset=`` (>= 0), ``?state=`` (active, done,
+        cancelled, finished; comma-separated); 400 naming a bad parameter."""
+        try:
+            query = dict(req.GET)
+        except UnicodeDecodeError:
+            raise RequestError(400, "query", "is not UTF-8") from None
+        args = {}
+        for name in ("limit", "offset"):
+            raw = query.get(name)
+            if raw is not None:
+                if not (raw.isascii() and raw.isdigit() and len(raw) <= 9):
+                    raise RequestError(400, name, "must be a non-negative integer")
+                args[name] = int(raw)
+        return 200, self.app.coflows_page(query.get("state"), **args)
 
     @route("rapier", PREFIX + "/coflows/{coflow_id}", methods=["GET"], requirements=ID_REQ)
     @rest_method
