@@ -15,6 +15,7 @@ from rapier_app.experiments.merge import MergeConflict, merge_files, merge_rows
 from rapier_app.experiments.parallel import execute
 from rapier_app.experiments.sweeps import (RUN_FIELDS, Task, append_runs, pending, plan_tasks,
                                            read_runs, run_key)
+from test_rapier_experiments import _csv_row as _row  # one runs.csv row, fields as keywords
 
 GRID = dict(experiment="width", fabric_name="fattree512", values=[16], tries=2,
             schemes=["baseline", "routing-only"])
@@ -23,15 +24,6 @@ GRID = dict(experiment="width", fabric_name="fattree512", values=[16], tries=2,
 def _det(rows):
     """Rows without the wall time, sorted by run: what must not depend on the backend."""
     return sorted((tuple(r[k] for k in RUN_FIELDS if k != "wall_s") for r in rows))
-
-
-def _row(**kw):
-    r = {"experiment": "width", "fabric": "fattree512", "x": 16.0, "try": 0, "seed": 1,
-         "sizes": "uniform:1,10", "scheme": "baseline", "n_coflows": 20, "avg_cct_s": 1.0,
-         "lower_bound_s": 0.5, "ratio_to_bound": 2.0, "wall_s": 0.1, "events": 3,
-         "reschedule": "auto"}
-    r.update(kw)
-    return r
 
 
 def test_plan_tasks_grid_order_seeds_and_pending():
