@@ -13,18 +13,29 @@ HTTP/JSON API (all bodies JSON; errors are ``{"error": "<field>: <message>"}``):
 
 A *limit* is ``{"flow_id": "1/0", "src_ip": "10.0.0.1", "dst_ip": "10.0.0.4",
 "proto": "tcp", "dst_port": 5001, "src_port": null, "rate_bps": 250000000}`` (rate in
-bit/s).  Bad JSON or an invalid field gives 400 naming the field; an unknown path
-404; a ``tc`` failure 500 (the agent then rebuilds its tree from the last good state).
+bit/s).  Bad JSON (also nested too deep, ``NaN``) or an invalid field gives 400 naming
+the field (quoting at most 64 characters of it); a missing or wrong token 401; an
+unknown path 404; another method 405; a body above ``--max-body-bytes`` or more than
+``--max-flows`` flows 413; a ``tc`` failure 500 (the agent then rebuilds its tree from
+the last good state); every worker busy 503.  Bad input runs no ``tc`` command.
 
 The commands of one change (from :func:`enforcement.tc.plan`) go to one ``tc -batch -``
 process (:func:`run_tc_batch`); ``--tc-each`` runs one ``tc`` process per command
 instead.  Timings (1,000 flows) are in ``enforcement/README.md``.
 
-The agent listens on TCP (``--listen 0.0.0.0:7070``, the default) or on a Unix socket
-(``--listen unix:/tmp/rapier-agents/h1.sock``; the controller reaches agents inside
-Mininet hosts that way).  It installs its root HTB qdisc on start, and deletes it on
-SIGTERM/SIGINT.  With ``--no-enforce`` it accepts and records limits but runs no tc
-command (the emulation's ``baseline`` run: no rate limits).
+The agent listens on a Unix socket by default (``unix:/run/rapier-agent/agent.sock``;
+``--listen unix:/tmp/rapier-agents/h1.sock`` in Mininet, whose hosts the controller
+reaches that way), created with mode 0600 (only its owner may connect).  On TCP
+(``--listen HOST:PORT``) it needs a bearer token (``--token-file`` or the environment
+variable ``RAPIER_AGENT_TOKEN``): every request but ``GET /v1/health`` must then send
+``Authorization: Bearer <token>`` (compared with :func:`hmac.compare_digest`); a token
+given on a Unix socket is required there too.  Connections are served by a bounded
+pool of ``--workers`` threads, each connection with a ``--timeout`` per read and write
+(idle keep-alive connections are closed after it).  See ``docs/operations.md``.
+
+It installs its root HTB qdisc on start, and deletes it on SIGTERM/SIGINT.  With
+``--no-enforce`` it accepts and records limits but runs no tc command (the emulation's
+``baseline`` run: no rate limits).
 
 Source: RAPIER (INFOCOM 2015) Section IV, rates enforced at end hosts.
 """
@@ -32,26 +43,44 @@ Source: RAPIER (INFOCOM 2015) Section IV, rates enforced at end hosts.
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
 import logging
 import os
 import re
 import signal
+import socket
 import socketserver
+import stat
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Callable, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 from . import tc
-from .tc import Command, RequestError, TcError, TcState
+from .tc import Command, RequestError, TcError, TcState, short
 
 LOG = logging.getLogger("rapier-agent")
-DEFAULT_LISTEN = "0.0.0.0:7070"
-#: Largest request body accepted, bytes.
+#: Where the agent listens unless ``--listen`` says otherwise (a Unix socket, 0600).
+DEFAULT_LISTEN = "unix:/run/rapier-agent/agent.sock"
+#: Largest request body accepted, bytes (``--max-body-bytes``).
 MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Most flows in one ``PUT /v1/flows`` (``--max-flows``); the hard limit is
+#: :data:`enforcement.tc.MAX_FLOWS` (HTB class ids).
+DEFAULT_MAX_FLOWS = 4096
+#: Worker threads serving connections (``--workers``).
+DEFAULT_WORKERS = 8
+#: Per-connection socket timeout, seconds (``--timeout``).
+DEFAULT_TIMEOUT_S = 10.0
+#: How long a new connection waits for a free worker before a 503, seconds.
+BUSY_WAIT_S = 1.0
+#: Environment variable holding the bearer token (alternative to ``--token-file``).
+TOKEN_ENV = "RAPIER_AGENT_TOKEN"
+#: Tokens: at least 16 characters of RFC 6750's ``b64token`` alphabet.
+TOKEN_RE = re.compile(r"^[A-Za-z0-9\-._~+/]{16,}=*$")
 
 
 def run_tc(cmd: Command) -> None:
@@ -229,129 +258,249 @@ class HttpError(Exception):
         self.status = status
 
 
-def handle(enforcer: Enforcer, method: str, path: str, body: Optional[bytes]) -> Tuple[int, dict]:
+def handle(enforcer: Enforcer, method: str, path: str, body: Optional[bytes],
+           max_flows: int = DEFAULT_MAX_FLOWS) -> Tuple[int, dict]:
     """Route one request; pure apart from the enforcer (tested without sockets).
 
     Args:
         method: HTTP method.  path: URL path (query ignored).  body: raw body or None.
+        max_flows: most flows accepted in one ``PUT /v1/flows`` (more: 413).
 
     Returns:
-        ``(status, json_object)``.
+        ``(status, json_object)``: 2xx, 4xx, or 500 when tc fails (or, never expected,
+        an internal error: logged with its traceback, not echoed).
     """
     try:
-        return _route(enforcer, method, path.split("?", 1)[0], body)
+        return _route(enforcer, method, path.split("?", 1)[0], body, max_flows)
     except RequestError as exc:
         return 400, {"error": str(exc), "field": exc.field}
     except HttpError as exc:
         return exc.status, {"error": str(exc)}
     except TcError as exc:
         return 500, {"error": f"tc: {exc}"}
+    except Exception:  # noqa: BLE001 -- answer, never drop the connection
+        LOG.exception("%s %s failed", short(method, 16), short(path))
+        return 500, {"error": "internal error (see the agent log)"}
+
+
+def _no_constant(name: str):
+    raise RequestError("body", f"invalid JSON: {name} is not JSON")
 
 
 def _json(body: Optional[bytes]):
     if not body:
         raise RequestError("body", "missing JSON body")
     try:
-        return json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RequestError("body", f"invalid JSON: {exc}") from None
+        return json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise RequestError("body", "invalid JSON: nested too deeply") from None
+    except RequestError:
+        raise
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, too many digits
+        raise RequestError("body", f"invalid JSON: {short(str(exc), 120)}") from None
 
 
-def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes]) -> Tuple[int, dict]:
+def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes],
+           max_flows: int = DEFAULT_MAX_FLOWS) -> Tuple[int, dict]:
     parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
     if parts[:1] != ["v1"] or len(parts) < 2:
-        raise HttpError(404, f"path: unknown path {path!r}")
+        raise HttpError(404, f"path: unknown path {short(path)}")
     if parts[1] == "health" and len(parts) == 2:
         if method != "GET":
-            raise HttpError(405, f"method: {method} not allowed on {path}")
+            raise HttpError(405, f"method: {short(method, 16)} not allowed on /v1/health")
         return 200, {"ok": True, "iface": enf.iface, "flows": len(enf.state.flows),
                      "enforce": enf.enforce}
     if parts[1] != "flows":
-        raise HttpError(404, f"path: unknown path {path!r}")
+        raise HttpError(404, f"path: unknown path {short(path)}")
     if len(parts) == 2:
         if method == "GET":
             return 200, {"flows": enf.snapshot()}
         if method == "PUT":
-            wanted = tc.parse_flow_set(_json(body))
+            obj = _json(body)
+            flows = obj.get("flows") if isinstance(obj, dict) else None
+            if isinstance(flows, list) and len(flows) > max_flows:
+                raise HttpError(413, f"flows: at most {max_flows} flows, got {len(flows)}")
+            wanted = tc.parse_flow_set(obj)
             n = enf.replace_all(wanted)
             return 200, {"flows": enf.snapshot(), "commands": n}
         if method == "DELETE":
             n = enf.replace_all([])
             return 200, {"flows": [], "commands": n}
-        raise HttpError(405, f"method: {method} not allowed on {path}")
+        raise HttpError(405, f"method: {short(method, 16)} not allowed on /v1/flows")
     # the flow id may itself contain '/', e.g. "1/0" (sent as 1%2F0 or plainly)
     fid = "/".join(parts[2:])
     if method == "GET":
         for f in enf.snapshot():
             if f["flow_id"] == fid:
                 return 200, f
-        raise HttpError(404, f"flow_id: no limit for flow {fid!r}")
+        raise HttpError(404, f"flow_id: no limit for flow {short(fid)}")
     if method == "PUT":
         obj = _json(body)
         if isinstance(obj, dict):
             if obj.get("flow_id", fid) != fid:
-                raise RequestError("flow_id", f"{obj['flow_id']!r} differs from the URL's {fid!r}")
+                raise RequestError("flow_id", f"{short(obj['flow_id'])} differs from the "
+                                              f"URL's {short(fid)}")
             obj = {**obj, "flow_id": fid}
         n = enf.set_one(tc.parse_limit(obj, "flow"))
         return 200, {"flows": enf.snapshot(), "commands": n}
     if method == "DELETE":
         if not enf.remove_one(fid):
-            raise HttpError(404, f"flow_id: no limit for flow {fid!r}")
+            raise HttpError(404, f"flow_id: no limit for flow {short(fid)}")
         return 200, {"flows": enf.snapshot()}
-    raise HttpError(405, f"method: {method} not allowed on {path}")
+    raise HttpError(405, f"method: {short(method, 16)} not allowed on /v1/flows/<id>")
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """One connection: reads requests (HTTP/1.1 keep-alive), answers JSON.
+
+    The socket timeout is the server's ``timeout_s`` (a stalled or idle connection
+    is closed after it); the token, body cap and flow cap come from the server.
+    """
+
     server_version = "rapier-agent/0.1"
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        self.timeout = self.server.timeout_s
+        super().setup()
 
     def address_string(self) -> str:  # Unix sockets have no peer address
         ca = self.client_address
         return ca[0] if isinstance(ca, tuple) and ca else "unix"
 
     def log_message(self, fmt, *args) -> None:
-        LOG.info("%s %s", self.address_string(), fmt % args)
+        LOG.info("%s %s", self.address_string(), short(fmt % args, 200))
+
+    def _authorized(self) -> bool:
+        token = self.server.token
+        if not token or (self.command == "GET" and self.path.split("?", 1)[0] == "/v1/health"):
+            return True
+        scheme, _, cred = (self.headers.get("Authorization") or "").partition(" ")
+        ok = hmac.compare_digest(cred.strip().encode("latin-1", "replace"),
+                                 token.encode("latin-1", "replace"))
+        return ok and scheme.lower() == "bearer"
 
     def _serve(self) -> None:
         length = self.headers.get("Content-Length")
         body = None
         status = None
-        if length:
+        cap = self.server.max_body_bytes
+        if not self._authorized():
+            status, obj = 401, {"error": "authorization: missing or wrong bearer token "
+                                         "(Authorization: Bearer <token>)"}
+        elif self.headers.get("Transfer-Encoding"):
+            status, obj = 400, {"error": "Transfer-Encoding: not supported; send "
+                                         "Content-Length"}
+        elif length:
             try:
                 n = int(length)
             except ValueError:
                 status, obj = 400, {"error": "Content-Length: not an integer"}
             else:
-                if n > MAX_BODY_BYTES or n < 0:
-                    status, obj = 413, {"error": f"body: larger than {MAX_BODY_BYTES} bytes"}
+                if n > cap or n < 0:
+                    status, obj = 413, {"error": f"body: larger than {cap} bytes"}
                 else:
                     body = self.rfile.read(n)
         if status is None:
-            status, obj = handle(self.server.enforcer, self.command, self.path, body)
+            status, obj = handle(self.server.enforcer, self.command, self.path, body,
+                                 self.server.max_flows)
         data = (json.dumps(obj) + "\n").encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if status == 401:
+            self.send_header("WWW-Authenticate", "Bearer")
         if status >= 400 and status != 404:
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_PUT = do_DELETE = do_POST = do_PATCH = _serve
+    do_GET = do_PUT = do_DELETE = do_POST = do_PATCH = do_HEAD = do_OPTIONS = _serve
 
 
-class _TcpServer(ThreadingHTTPServer):
-    daemon_threads = True
+_BUSY = json.dumps({"error": "busy: every worker is serving a connection; retry"}).encode()
+_BUSY_REPLY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+               b"Retry-After: 1\r\nConnection: close\r\nContent-Length: "
+               + str(len(_BUSY)).encode() + b"\r\n\r\n" + _BUSY)
+
+
+class _PooledServer:
+    """Mixin for :mod:`socketserver` servers: connections go to a bounded pool.
+
+    At most ``workers`` connections are served at once by a
+    :class:`~concurrent.futures.ThreadPoolExecutor`; a new connection waits up to
+    :data:`BUSY_WAIT_S` for a free worker, then gets 503 and is closed (no unbounded
+    thread per connection, no unbounded queue).  Attributes read by the handler:
+    ``enforcer``, ``token``, ``timeout_s``, ``max_body_bytes``, ``max_flows``.
+    """
+
+    def setup_pool(self, workers: int) -> None:
+        """Create the pool of ``workers`` threads (call once, after binding)."""
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agent-http")
+        self._slots = threading.BoundedSemaphore(workers)
+        self._active: set = set()
+        self._active_lock = threading.Lock()
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(timeout=BUSY_WAIT_S):
+            LOG.warning("all %d workers busy: connection refused with 503", self.workers)
+            try:
+                request.settimeout(0.5)
+                request.sendall(_BUSY_REPLY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            self._pool.submit(self._serve_connection, request, client_address)
+        except RuntimeError:  # pool shut down
+            self._slots.release()
+            self.shutdown_request(request)
+
+    def _serve_connection(self, request, client_address) -> None:
+        with self._active_lock:
+            self._active.add(request)
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # noqa: BLE001 -- a broken connection must not kill a worker
+            self.handle_error(request, client_address)
+        finally:
+            with self._active_lock:
+                self._active.discard(request)
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        LOG.debug("connection from %s failed", client_address, exc_info=True)
+
+    def server_close(self) -> None:
+        """Close the listening socket, then every open connection (workers blocked in a
+        read return at once), then the pool."""
+        super().server_close()
+        with self._active_lock:
+            active = list(self._active)
+        for request in active:
+            try:
+                request.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _TcpServer(_PooledServer, HTTPServer):
     allow_reuse_address = True
 
 
-class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
+class _UnixServer(_PooledServer, socketserver.UnixStreamServer):
     def server_bind(self) -> None:
-        socketserver.UnixStreamServer.server_bind(self)
-        os.chmod(self.server_address, 0o666)
+        old = os.umask(0o177)  # the socket is born 0600: no window with wider access
+        try:
+            socketserver.UnixStreamServer.server_bind(self)
+        finally:
+            os.umask(old)
+        os.chmod(self.server_address, 0o600)
         self.server_name, self.server_port = "unix", 0
 
 
@@ -378,24 +527,76 @@ def parse_listen(text: str) -> Tuple[str, object]:
     return "tcp", (host.strip("[]"), p)
 
 
-def make_server(listen: str, enforcer: Enforcer):
+def make_server(listen: str, enforcer: Enforcer, token: str = "",
+                workers: int = DEFAULT_WORKERS, timeout_s: float = DEFAULT_TIMEOUT_S,
+                max_body_bytes: int = MAX_BODY_BYTES, max_flows: int = DEFAULT_MAX_FLOWS):
     """Bind an HTTP server for ``enforcer`` on ``listen`` (see :func:`parse_listen`).
 
-    A stale Unix socket file is removed first; its directory is created.
+    Args:
+        token: bearer token required on every request but ``GET /v1/health``
+            (empty: none; refused on TCP).
+        workers: size of the connection pool.  timeout_s: per-connection socket
+            timeout (s).  max_body_bytes, max_flows: request caps (413 past them).
+
+    A stale Unix socket is removed first (only a socket: any other file there is an
+    error); its directory is created; the socket gets mode 0600.
 
     Raises:
-        ValueError: bad ``listen``.  OSError: cannot bind.
+        ValueError: bad ``listen``, TCP without a token, a malformed token, or a
+            non-positive ``workers``/``timeout_s``/cap.
+        OSError: cannot bind, or ``listen`` names an existing file that is no socket.
     """
     kind, addr = parse_listen(listen)
+    check_token(token, required=(kind == "tcp"))
+    if workers < 1 or not timeout_s > 0 or max_body_bytes < 1 or max_flows < 1:
+        raise ValueError("workers, timeout, max-body-bytes and max-flows must be positive")
     if kind == "unix":
         os.makedirs(os.path.dirname(os.path.abspath(addr)), exist_ok=True)
-        if os.path.exists(addr):
+        if os.path.lexists(addr):
+            if not stat.S_ISSOCK(os.lstat(addr).st_mode):
+                raise OSError(f"listen: {addr} exists and is not a socket; not removed")
             os.unlink(addr)
         srv = _UnixServer(addr, _Handler)
     else:
         srv = _TcpServer(addr, _Handler)
+    srv.setup_pool(workers)
     srv.enforcer = enforcer
+    srv.token = token
+    srv.timeout_s = float(timeout_s)
+    srv.max_body_bytes = int(max_body_bytes)
+    srv.max_flows = int(max_flows)
     return srv
+
+
+def check_token(token: str, required: bool) -> None:
+    """Check a bearer token: at least 16 characters of ``A-Z a-z 0-9 - . _ ~ + /``.
+
+    Raises:
+        ValueError: missing while ``required`` (TCP), or malformed (names ``token``).
+    """
+    if not token:
+        if required:
+            raise ValueError(f"token: required on TCP (--token-file FILE or ${TOKEN_ENV}); "
+                             f"or listen on a Unix socket")
+        return
+    if not TOKEN_RE.match(token):
+        raise ValueError("token: must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + /")
+
+
+def read_token(path: Optional[str], environ=os.environ) -> str:
+    """The bearer token: the first line of ``path`` when given, else ``$RAPIER_AGENT_TOKEN``,
+    else ``""``.
+
+    Raises:
+        ValueError: the file cannot be read (names ``token-file``).
+    """
+    if path:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return fh.readline().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"token-file: cannot read {path}: {exc}") from None
+    return environ.get(TOKEN_ENV, "").strip()
 
 
 def default_iface(proc_net_dev: str = "/proc/net/dev") -> str:
@@ -425,7 +626,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``rapier-agent``; returns the exit status (0 after a clean stop)."""
     ap = argparse.ArgumentParser(prog="rapier-agent", description=__doc__.split("\n\n")[0])
     ap.add_argument("--listen", default=DEFAULT_LISTEN,
-                    help="HOST:PORT or unix:PATH (default %(default)s)")
+                    help="unix:PATH (mode 0600) or HOST:PORT (needs a token) "
+                         "(default %(default)s)")
+    ap.add_argument("--token-file", default=None,
+                    help=f"file whose first line is the bearer token (default: "
+                         f"${TOKEN_ENV}); required on TCP")
+    ap.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
+                    help="connections served at once (default %(default)s)")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                    help="per-connection socket timeout in s (default %(default)s)")
+    ap.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                    help="largest request body (default %(default)s)")
+    ap.add_argument("--max-flows", type=int, default=DEFAULT_MAX_FLOWS,
+                    help="most flows in one PUT /v1/flows (default %(default)s)")
     ap.add_argument("--iface", default=None,
                     help="interface to shape (default: the only non-lo interface)")
     ap.add_argument("--no-enforce", action="store_true",
@@ -444,7 +657,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     setup_logging(args, logging.INFO, fmt="%(asctime)s rapier-agent %(levelname)s %(message)s")
     try:
         iface = args.iface or default_iface()
-        parse_listen(args.listen)
+        kind, _ = parse_listen(args.listen)
+        token = read_token(args.token_file)
+        check_token(token, required=(kind == "tcp"))
     except (RuntimeError, ValueError) as exc:
         print(f"rapier-agent: {exc}", file=sys.stderr)
         return 2
@@ -455,14 +670,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     try:
         enforcer.start()
-        server = make_server(args.listen, enforcer)
-    except (TcError, OSError) as exc:
+        server = make_server(args.listen, enforcer, token=token, workers=args.workers,
+                             timeout_s=args.timeout, max_body_bytes=args.max_body_bytes,
+                             max_flows=args.max_flows)
+    except (TcError, OSError, ValueError) as exc:
         print(f"rapier-agent: {exc}", file=sys.stderr)
         enforcer.stop()
         return 1
     thread = threading.Thread(target=server.serve_forever, name="http", daemon=True)
     thread.start()
-    LOG.info("listening on %s, shaping %s (enforce=%s)", args.listen, iface, enforcer.enforce)
+    LOG.info("listening on %s (token %s, %d workers), shaping %s (enforce=%s)", args.listen,
+             "required" if token else "off", args.workers, iface, enforcer.enforce)
     try:
         while not stop.wait(0.5):
             pass
@@ -470,7 +688,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         server.shutdown()
         server.server_close()
         kind, addr = parse_listen(args.listen)
-        if kind == "unix" and os.path.exists(addr):
+        if kind == "unix" and os.path.lexists(addr) and stat.S_ISSOCK(os.lstat(addr).st_mode):
             os.unlink(addr)
         enforcer.stop()
         LOG.info("stopped; qdisc removed from %s", iface)

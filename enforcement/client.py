@@ -88,7 +88,7 @@ def connection_for(base: str, timeout: float) -> Tuple[http.client.HTTPConnectio
 
 
 def request(base: str, method: str, path: str, body: Optional[object] = None,
-            timeout: float = 10.0) -> Tuple[int, object]:
+            timeout: float = 10.0, token: str = "") -> Tuple[int, object]:
     """Send one JSON request and return ``(status, decoded JSON or raw text)``.
 
     Any status is returned (errors too): the caller decides.
@@ -97,6 +97,8 @@ def request(base: str, method: str, path: str, body: Optional[object] = None,
         base: ``http://HOST:PORT[/prefix]`` or ``unix:/path/to.sock``.
         method: HTTP method.  path: URL path, e.g. ``/v1/flows``.
         body: object to send as JSON, or None.  timeout: seconds.
+        token: bearer token, sent as ``Authorization: Bearer <token>`` when non-empty
+            (the controller's ``rest_token``, an agent's token).
 
     Raises:
         OSError: connection refused, socket missing, timeout.
@@ -107,6 +109,8 @@ def request(base: str, method: str, path: str, body: Optional[object] = None,
     try:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         conn.request(method, prefix + path, body=data, headers=headers)
         resp = conn.getresponse()
         raw = resp.read().decode("utf-8", "replace")

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
+import reprlib
 from dataclasses import dataclass, replace
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -45,6 +47,15 @@ MAX_RATE_BPS = 100e9
 QUANTUM_BYTES = 1514
 PROTOCOLS = {"tcp": 6, "udp": 17}
 MAX_FLOW_ID_LEN = 200
+#: Flow ids: 1-200 characters, a letter or digit first, then letters, digits and
+#: ``_ . : / -`` (the controller's ids are ``<coflow id>/<index>``): nothing that could
+#: forge a log line or a path.
+FLOW_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,199}$")
+#: Error messages quote at most this many characters of the input.
+QUOTE_CHARS = 64
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, QUOTE_CHARS, QUOTE_CHARS, 24
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 4
 FLOW_FIELDS = ("flow_id", "src_ip", "dst_ip", "proto", "dst_port", "src_port", "rate_bps")
 REQUIRED_FIELDS = ("flow_id", "src_ip", "dst_ip", "rate_bps")
 
@@ -54,6 +65,16 @@ Command = List[str]
 class TcError(RuntimeError):
     """A tc command failed (by subprocess or netlink); the message holds the command
     and the tool's or kernel's error text."""
+
+
+def short(value, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters (plus ``...``): what error
+    messages and logs quote of a request, whatever its size or nesting."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 -- quoting must never fail an error path
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class RequestError(ValueError):
@@ -113,19 +134,19 @@ def _port(value, field: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(field, f"must be an integer port 1..65535, got {value!r}")
+        raise RequestError(field, f"must be an integer port 1..65535, got {short(value)}")
     if not 1 <= value <= 65535:
-        raise RequestError(field, f"must be in 1..65535, got {value}")
+        raise RequestError(field, f"must be in 1..65535, got {short(value)}")
     return value
 
 
 def _ipv4(value, field: str) -> str:
     if not isinstance(value, str):
-        raise RequestError(field, f"must be an IPv4 address string, got {value!r}")
+        raise RequestError(field, f"must be an IPv4 address string, got {short(value)}")
     try:
         return str(ipaddress.IPv4Address(value))
     except ValueError:
-        raise RequestError(field, f"not an IPv4 address: {value!r}") from None
+        raise RequestError(field, f"not an IPv4 address: {short(value)}") from None
 
 
 def parse_limit(obj, where: str = "flow") -> FlowLimit:
@@ -145,22 +166,28 @@ def parse_limit(obj, where: str = "flow") -> FlowLimit:
         raise RequestError(where, f"must be a JSON object, got {type(obj).__name__}")
     for key in obj:
         if key not in FLOW_FIELDS:
-            raise RequestError(f"{where}.{key}", f"unknown field (known: {', '.join(FLOW_FIELDS)})")
+            raise RequestError(f"{where}.{str(key)[:40]}",
+                               f"unknown field (known: {', '.join(FLOW_FIELDS)})")
     for key in REQUIRED_FIELDS:
         if key not in obj:
             raise RequestError(f"{where}.{key}", "missing")
     fid = obj["flow_id"]
-    if not isinstance(fid, str) or not fid or len(fid) > MAX_FLOW_ID_LEN:
+    if not isinstance(fid, str) or not FLOW_ID_RE.match(fid):
         raise RequestError(f"{where}.flow_id",
-                           f"must be a non-empty string of at most {MAX_FLOW_ID_LEN} characters")
+                           f"must be a non-empty string of at most {MAX_FLOW_ID_LEN} characters "
+                           f"matching {FLOW_ID_RE.pattern}, got {short(fid)}")
     proto = obj.get("proto", "tcp")
-    if proto not in PROTOCOLS:
-        raise RequestError(f"{where}.proto", f"must be one of {sorted(PROTOCOLS)}, got {proto!r}")
+    if not isinstance(proto, str) or proto not in PROTOCOLS:
+        raise RequestError(f"{where}.proto",
+                           f"must be one of {sorted(PROTOCOLS)}, got {short(proto)}")
     rate = obj["rate_bps"]
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate):
-        raise RequestError(f"{where}.rate_bps", f"must be a finite number (bit/s), got {rate!r}")
-    if not 0 <= rate <= MAX_RATE_BPS:
-        raise RequestError(f"{where}.rate_bps", f"must be in 0..{MAX_RATE_BPS:.0f} bit/s, got {rate}")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
+            (isinstance(rate, float) and not math.isfinite(rate)):
+        raise RequestError(f"{where}.rate_bps",
+                           f"must be a finite number (bit/s), got {short(rate)}")
+    if not 0 <= rate <= MAX_RATE_BPS:  # exact for ints of any size (no OverflowError)
+        raise RequestError(f"{where}.rate_bps",
+                           f"must be in 0..{MAX_RATE_BPS:.0f} bit/s, got {short(rate)}")
     return FlowLimit(flow_id=fid, src_ip=_ipv4(obj["src_ip"], f"{where}.src_ip"),
                      dst_ip=_ipv4(obj["dst_ip"], f"{where}.dst_ip"), proto=proto,
                      dst_port=_port(obj.get("dst_port"), f"{where}.dst_port"),
@@ -181,7 +208,7 @@ def parse_flow_set(body) -> List[FlowLimit]:
         raise RequestError("body", "must be a JSON object {\"flows\": [...]}")
     for key in body:
         if key != "flows":
-            raise RequestError(key, "unknown field (expected only 'flows')")
+            raise RequestError(str(key)[:40], "unknown field (expected only 'flows')")
     if "flows" not in body:
         raise RequestError("flows", "missing")
     flows = body["flows"]
@@ -196,9 +223,11 @@ def parse_flow_set(body) -> List[FlowLimit]:
         lim = parse_limit(obj, f"flows[{i}]")
         if lim.flow_id in ids:
             raise RequestError(f"flows[{i}].flow_id",
-                               f"duplicate flow_id {lim.flow_id!r} (also flows[{ids[lim.flow_id]}])")
+                               f"duplicate flow_id {short(lim.flow_id)} "
+                               f"(also flows[{ids[lim.flow_id]}])")
         if lim.match in matches:
-            raise RequestError(f"flows[{i}]", f"same packet match as flow {matches[lim.match]!r}")
+            raise RequestError(f"flows[{i}]",
+                               f"same packet match as flow {short(matches[lim.match])}")
         ids[lim.flow_id] = i
         matches[lim.match] = lim.flow_id
         out.append(lim)

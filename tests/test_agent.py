@@ -289,8 +289,10 @@ def test_daemon_over_tcp_exits_cleanly_and_removes_qdisc(tmp_path):
     fake.write_text(f"#!/bin/sh\nif [ \"$1\" = -batch ]; then cat >> {log}; "
                     f"else echo \"$@\" >> {log}; fi\n")
     fake.chmod(0o755)
+    token = "t0k3n-for-the-daemon-test"  # TCP needs a token (issue 14)
     env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}",
-               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+               RAPIER_AGENT_TOKEN=token)
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -307,6 +309,8 @@ def test_daemon_over_tcp_exits_cleanly_and_removes_qdisc(tmp_path):
             except OSError:
                 time.sleep(0.05)
         st, _ = client.request(base, "PUT", "/v1/flows", {"flows": [req()]})
+        assert st == 401  # no token
+        st, _ = client.request(base, "PUT", "/v1/flows", {"flows": [req()]}, token=token)
         assert st == 200
         p.send_signal(signal.SIGTERM)
         assert p.wait(10) == 0
