@@ -44,7 +44,8 @@ BITS = 8.0
 
 
 def coflow_lower_bound(topology: Topology, coflow: CoflowSpec,
-                       max_paths: Optional[int] = None, solver: str = "GLOP") -> float:
+                       max_paths: Optional[int] = None, solver: str = "GLOP",
+                       pair_cache: Optional[dict] = None) -> float:
     """Lower bound (seconds) on the CCT of one coflow: 1/alpha* of LP (4), full capacities.
 
     Args:
@@ -54,6 +55,8 @@ def coflow_lower_bound(topology: Topology, coflow: CoflowSpec,
             (None: the whole ECMP set).  Fewer paths give a larger (still valid for
             schedulers with that cap) bound.
         solver: OR-Tools LP solver id for (4).
+        pair_cache: optional dict ``(src, dst) -> (paths, link matrix)`` filled and
+            reused across calls with the same topology and ``max_paths``.
 
     Returns:
         The bound in seconds (> 0).
@@ -69,7 +72,7 @@ def coflow_lower_bound(topology: Topology, coflow: CoflowSpec,
 
     cap = topology.capacity.astype(float)
     vols = np.array([f.size_bytes * BITS for f in coflow.flows])
-    pair_mats: Dict[tuple, tuple] = {}
+    pair_mats: Dict[tuple, tuple] = {} if pair_cache is None else pair_cache
     paths, mats = [], []
     for f in coflow.flows:
         pm = pair_mats.get((f.src, f.dst))
@@ -121,8 +124,9 @@ def coflow_lower_bounds(topology: Topology, coflows: Sequence[CoflowSpec],
     Source: RAPIER Section IV-A, model (4).
     """
     out: Dict[str, float] = {}
+    pairs: Dict[tuple, tuple] = {}
     for i, c in enumerate(coflows):
-        out[c.coflow_id] = coflow_lower_bound(topology, c, max_paths, solver)
+        out[c.coflow_id] = coflow_lower_bound(topology, c, max_paths, solver, pairs)
         if progress is not None:
             progress(i + 1, len(coflows))
     return out
