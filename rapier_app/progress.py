@@ -23,6 +23,7 @@ Units: seconds (wall and simulated), coflows.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -57,6 +58,14 @@ def progress_enabled(quiet: bool = False, json_mode: bool = False,
     if json_mode and not _isatty(stream if stream is not None else sys.stderr):
         return False
     return True
+
+
+def _columns(stream: TextIO) -> int:
+    """The terminal width of ``stream`` in columns (0 when unknown)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 class _LineStream:
@@ -97,10 +106,12 @@ def bar(total: Optional[float], desc: str, unit: str = "coflow", enabled: bool =
     """
     stream = stream if stream is not None else sys.stderr
     tty = _isatty(stream)
+    sized = tty and _columns(stream) > 0  # a pty may report 0 columns: fixed width then
     opts = dict(total=total, desc=desc, unit=unit, disable=not enabled, leave=True,
                 file=stream if tty else _LineStream(stream),
                 mininterval=TTY_INTERVAL_S if tty else LOG_INTERVAL_S,
-                dynamic_ncols=tty, ncols=None if tty else 100)
+                dynamic_ncols=sized, ncols=None if sized else 100,
+                nrows=None if sized else 50)  # tqdm hides bars below a 0-row screen
     opts.update(kw)
     return tqdm(**opts)
 
