@@ -127,21 +127,17 @@ MUTANTS = [
     Mutant("wc-last-candidate", "scheduling", "rapier_app/scheduling/conserve.py",
            "if bw > best_bw:", "if bw >= best_bw:",
            "AssignBandwidth takes the last of the tied best paths", SCHED),
-    Mutant("greedy-half", "scheduling", "rapier_app/scheduling/seeds.py",
+    Mutant("greedy-half", "scheduling", "rapier_app/scheduling/seedbase.py",
            "r = float(m[pos[0]])", "r = 0.5 * float(m[pos[0]])",
            "Sincronia's greedy rates take half the residual", SEEDS),
-    Mutant("fifo-lifo", "scheduling", "rapier_app/scheduling/seeds.py",
-           "order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))\n"
-           "        res = self.fresh_residual()\n        self.strict_pass([(self.group(c), None) "
-           "for c in order],",
-           "order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id), reverse=True)\n"
-           "        res = self.fresh_residual()\n        self.strict_pass([(self.group(c), None) "
-           "for c in order],",
+    Mutant("fifo-lifo", "scheduling", "rapier_app/scheduling/fifo.py",
+           "order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))",
+           "order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id), reverse=True)",
            "FIFO serves the newest coflow first", SEEDS),
-    Mutant("aalo-queue-late", "scheduling", "rapier_app/scheduling/seeds.py",
+    Mutant("aalo-queue-late", "scheduling", "rapier_app/scheduling/aalo.py",
            "sent_bytes >= t * (1 - CROSS_TOL)", "sent_bytes >= t * 2",
            "Aalo demotes a coflow at twice the queue threshold", SEEDS),
-    Mutant("bssi-tie-min", "scheduling", "rapier_app/scheduling/seeds.py",
+    Mutant("bssi-tie-min", "scheduling", "rapier_app/scheduling/sincronia.py",
            "s = int(tied[np.argmax(ck[tied])])", "s = int(tied[np.argmin(ck[tied])])",
            "BSSI places the earliest tied coflow last", SEEDS),
     # -- rapier_app/controller/core.py ---------------------------------------------

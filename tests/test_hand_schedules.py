@@ -99,3 +99,22 @@ def test_varys_work_conservation_at_the_full_pass_changes_a_cct():
     assert dict(zip(log[1].flow_ids, log[1].rates_bps.tolist())) == pytest.approx(
         {"A/0": 1e9, "A/1": 1e9})
     assert ccts == pytest.approx({"A": 6.4, "B": 3.2}, abs=1e-9)
+
+
+def test_algorithm1_starvation_guard():
+    # bigswitch:3.  B: h1->h2 3.2 Gbit at 0; A0..A3: h1->h3 0.4 Gbit at 0, 0.4, 0.8,
+    # 1.2 s.  Each A is the minimum CCT when it arrives and takes h1's whole uplink
+    # for 0.4 s (ending as the next arrives), so B never gets a rate.  With
+    # delta_s = 1 s (Alg. 1 lines 7-10), at 1.2 s B has waited 1.2 s > 1 s and is
+    # scheduled first: B ends at 1.2 + 3.2 = 4.4 s, A3 behind it at 4.8 s (CCT 3.6).
+    # Without the guard (delta_s huge): A3 ends at 1.6 s, B at 4.8 s.
+    topo = build_topology("bigswitch:3")
+    cfs = [make_coflow("B", 0, [("h1", "h2", 400 * MB)])] + [
+        make_coflow(f"A{k}", 0.4 * k, [("h1", "h3", 50 * MB)]) for k in range(4)]
+    for delta, want in [(1.0, {"B": 4.4, "A3": 3.6}), (1e9, {"B": 4.8, "A3": 0.4})]:
+        s = make_scheduler("rapier", topo, delta_s=delta)
+        log = []
+        res = simulate(topo, cfs, s, event_log=log)
+        ccts = {r.coflow_id: r.cct_s for r in res.coflows}
+        assert check_schedule(topo, cfs, log, level=declared_level(s), ccts=ccts).ok
+        assert ccts == pytest.approx({"A0": 0.4, "A1": 0.4, "A2": 0.4, **want}, abs=1e-9)
