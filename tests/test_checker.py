@@ -245,3 +245,23 @@ def test_cli_writes_events_and_rapier_check_passes_and_fails(tmp_path, capsys):
     res = json.loads(capsys.readouterr().out)
     assert not res[0]["ok"] and "capacity" in res[0]["counts"] and res[1]["ok"]
     assert check_main([str(tmp_path / "missing.jsonl")]) == 2
+
+
+class _WrongEnd(Scheduler):
+    """Broken on purpose: every flow sent on a real path of the topology that ends at
+    the wrong host (h1->h2 sent to h3)."""
+
+    def schedule(self, now, coflows):
+        return Schedule({f.flow_id: Allocation((f.src, "s1", "h3"), 1e8)
+                         for c in coflows for f in c.active_flows()})
+
+
+def test_simulator_and_checker_refuse_a_real_path_to_the_wrong_host():
+    topo, cfs = one_flow()
+    with pytest.raises(SimulationError, match=r"path: flow A/0 \(h1->h2\) got path "
+                                              r"h1-s1-h3 with wrong endpoints"):
+        simulate(topo, cfs, _WrongEnd(topo))
+    log = [rec(0.0, 10.0, ["A/0"], [("h1", "s1", "h3")], [1e8], [125 * MB], [10.0])]
+    r = check_schedule(topo, cfs, log)
+    assert r.violations[0].kind == "path"
+    assert "does not join h1 to h2" in r.violations[0].detail
