@@ -85,7 +85,10 @@ def _dask_client(dask):
         cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True,
                                dashboard_address=None)
         return Client(cluster), True
-    return Client(dask, timeout=30), True
+    try:
+        return Client(dask, timeout=30), True
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ValueError(f"dask: cannot connect to the scheduler at {dask!r}: {exc}") from exc
 
 
 def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
