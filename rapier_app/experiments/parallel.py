@@ -103,8 +103,8 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
         jobs: local worker processes (1: run here; 0: one per CPU).
         dask: None, or a Dask scheduler address, ``local[:N]`` or a
             ``distributed.Client`` (then ``jobs`` must be 1).
-        log: called with one line per finished run (also logged at INFO on the
-            ``rapier_app.experiments`` logger when None).
+        log: called with one line per finished run (None: the lines go to the
+            ``rapier_app.experiments`` logger at INFO).
         quiet: no progress bar.
         stats: if a dict, filled with ``points``, ``wall_s`` (this call, seconds),
             ``backend``, and ``task_cpu_s`` / ``task_wall_s``: the CPU and wall
@@ -137,8 +137,10 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
         for r in new:
             emit(_row_line(r))
 
-    backend = "serial" if dask is None and jobs == 1 else \
-        (f"processes:{jobs}" if dask is None else f"dask:{dask if isinstance(dask, str) else 'client'}")
+    if dask is not None:
+        backend = f"dask:{dask if isinstance(dask, str) else 'client'}"
+    else:
+        backend = "serial" if jobs == 1 else f"processes:{jobs}"
     bar = progress_bar(len(tasks), quiet, "points")
     try:
         if not tasks:
