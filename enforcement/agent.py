@@ -388,6 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             status, obj = 401, {"error": "authorization: missing or wrong bearer token "
                                          "(Authorization: Bearer <token>)"}
+            if length and length.isdigit() and int(length) <= cap:
+                self.rfile.read(int(length))  # discard it: the client sees the 401
         elif self.headers.get("Transfer-Encoding"):
             status, obj = 400, {"error": "Transfer-Encoding: not supported; send "
                                          "Content-Length"}

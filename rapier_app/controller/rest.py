@@ -18,8 +18,8 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
     GET    /rapier/v1/schedule         -> 200 the schedule in force
     GET    /rapier/v1/health           -> 200 {"ok": true, ...}
 
-Any other method on these paths is 405 (JSON, with ``Allow``); unknown paths are
-Ryu's 404.
+Any other method on these paths is 405 (JSON, with ``Allow``); any other path under
+the prefix is a JSON 404.
 
 Errors are answered in one place (:func:`rest_method`) as
 ``{"error": "field: message", "field": field}``: 400 bad input (naming the field,
@@ -327,6 +327,14 @@ class RapierRestController(ControllerBase):
         _not_allowed(PREFIX + "/schedule", "GET"))
     not_allowed_health = route("rapier", PREFIX + "/health", methods=_OTHER)(
         _not_allowed(PREFIX + "/health", "GET"))
+
+    # Last route of this controller (Ryu registers routes in name order): a JSON 404
+    # for any other path under the prefix (ids with "/", unknown resources).
+    @route("rapier", PREFIX + "/{rest_of_path}", requirements={"rest_of_path": r"[\s\S]*"})
+    def zz_not_found(self, req, **_kwargs):
+        """404 (JSON) for a path under the prefix that no route matches."""
+        return json_response(404, {"error": f"path: no such resource "
+                                            f"{safe_path(req)}", "field": "path"})
 
 
 __all__ = ["APP_KEY", "DEFAULT_HOST", "PREFIX", "RapierRestController", "configure_listeners",
