@@ -178,7 +178,8 @@ def apply(dest: str, m: Mutant) -> None:
 
 
 def run_tests(dest: str, tests: List[str], stop: bool = True) -> Tuple[bool, str, float]:
-    """(all passed, last output line, seconds) of pytest on ``tests`` in ``dest``."""
+    """(all passed, summary, seconds) of pytest on ``tests`` in ``dest``; the summary
+    is pytest's last line, plus the first failing test's id when one failed."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)
     cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *(["-x"] if stop else []),
@@ -186,8 +187,11 @@ def run_tests(dest: str, tests: List[str], stop: bool = True) -> Tuple[bool, str
     t = time.perf_counter()
     r = subprocess.run(cmd, cwd=dest, env=env, capture_output=True, text=True)
     lines = [l for l in r.stdout.splitlines() if l.strip()]
-    return r.returncode == 0, (lines[-1] if lines else r.stderr[-200:]), \
-        time.perf_counter() - t
+    last = lines[-1] if lines else r.stderr[-200:]
+    failed = [l.split(" - ")[0] for l in lines if l.startswith(("FAILED ", "ERROR "))]
+    if failed:
+        last = f"{last} [{failed[0]}]"
+    return r.returncode == 0, last, time.perf_counter() - t
 
 
 def main(argv=None) -> int:
