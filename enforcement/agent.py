@@ -581,7 +581,7 @@ def check_token(token: str, required: bool) -> None:
             raise ValueError(f"token: required on TCP (--token-file FILE or ${TOKEN_ENV}); "
                              f"or listen on a Unix socket")
         return
-    if not TOKEN_RE.match(token):
+    if not TOKEN_RE.fullmatch(token):
         raise ValueError("token: must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + /")
 
 

@@ -172,7 +172,7 @@ def parse_limit(obj, where: str = "flow") -> FlowLimit:
         if key not in obj:
             raise RequestError(f"{where}.{key}", "missing")
     fid = obj["flow_id"]
-    if not isinstance(fid, str) or not FLOW_ID_RE.match(fid):
+    if not isinstance(fid, str) or not FLOW_ID_RE.fullmatch(fid):
         raise RequestError(f"{where}.flow_id",
                            f"must be a non-empty string of at most {MAX_FLOW_ID_LEN} characters "
                            f"matching {FLOW_ID_RE.pattern}, got {short(fid)}")

@@ -128,6 +128,8 @@ def configure_listeners(conf, settings: Settings, log: Optional[logging.Logger] 
     """
     import ryu.controller.controller  # noqa: F401 -- registers --ofp-listen-host
 
+    for name in ("wsapi_host", "ofp_listen_host"):  # read the flags, not our last override
+        conf.clear_override(name)
     addrs = listen_addresses(settings, getattr(conf, "wsapi_host", RYU_DEFAULT_HOST),
                              getattr(conf, "ofp_listen_host", RYU_DEFAULT_HOST))
     if settings.rest_port is not None and conf.wsapi_port == 8080:

@@ -215,7 +215,7 @@ class Settings:
         """Check the security options (issue 14)."""
         for name in ("rest_token", "agent_token"):
             v = getattr(self, name)
-            if not isinstance(v, str) or (v and not TOKEN_RE.match(v)):
+            if not isinstance(v, str) or (v and not TOKEN_RE.fullmatch(v)):
                 raise SettingsError(f"{name}: must be empty or at least 16 characters of "
                                     f"A-Z a-z 0-9 - . _ ~ + / (got {len(str(v))} characters "
                                     f"or a character outside that set)")

@@ -29,7 +29,7 @@ from topologies import Topology, TopologyError
 
 #: Coflow ids are used in URLs: 1-128 characters of a safe alphabet, starting with a
 #: letter or digit (so never ``.`` or ``..``).
-COFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+COFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # matched whole (fullmatch)
 COFLOW_ID_RE = re.compile(COFLOW_ID_PATTERN)
 #: Largest flow size accepted, bytes (1 PB).
 MAX_SIZE_BYTES = 10 ** 15
@@ -91,7 +91,7 @@ def check_coflow_id(value, field_name: str = "id") -> str:
     Raises:
         RequestError: 400 naming ``field_name``; the message quotes a short prefix.
     """
-    if not isinstance(value, str) or not COFLOW_ID_RE.match(value):
+    if not isinstance(value, str) or not COFLOW_ID_RE.fullmatch(value):
         raise RequestError(400, field_name, f"must match {COFLOW_ID_PATTERN} "
                                             f"(1-128 characters), got {short(value)}")
     return value
