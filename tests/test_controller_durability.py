@@ -264,3 +264,22 @@ def test_ended_coflows_leave_memory_but_stay_listed(tmp_path):
     mem.submit({"flows": [flow()], "id": "a"}, 0.0)
     mem.cancel("a", 1.0)
     assert mem.prune(1.0) == ["a"] and mem.coflows_page()["total"] == 0
+
+
+def test_first_bytes_are_written_at_once_and_an_unstarted_restored_flow_waits_longer(tmp_path):
+    db = str(tmp_path / "c.sqlite3")
+    app = build(db, idle_finish_s=1.0, store_progress_interval_s=3600.0)
+    call(app, "POST", "/rapier/v1/coflows", {"flows": [flow(size=10 * MB),
+                                                       flow("h2", "h6", MB, 9)], "id": "a"})
+    l1 = app.core._dpid["l1"]
+    stats(app, l1, [(cookie_for(1), 2000 + 2 * HDR, 2)])  # first bytes of a/0 only
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT flow_id, bytes_sent FROM flows ORDER BY idx").fetchall() \
+            == [("a/0", 2000.0), ("a/1", 0.0)]
+    del app
+    core = build(db, idle_finish_s=1.0).core
+    t0 = core.tracks["a/0"].restored_s
+    core.apply_flow_stats(l1, [(cookie_for(1), 0, 0), (cookie_for(2), 0, 0)], t0 + 0.5)
+    assert core.check_idle(t0 + 5.0).finished == ["a/0"]  # had started: 5 x idle_finish_s
+    assert core.check_idle(t0 + 14.9).finished == []
+    assert core.check_idle(t0 + 15.0).finished == ["a/1"]  # never counted: 15 x

@@ -23,7 +23,8 @@ After a controller restart (issue 14) a flow reloaded from the database starts f
 its stored ``bytes_sent`` (written every ``store_progress_interval_s``), but its
 switches' counters restart from zero when its rules are re-added and the bytes sent
 while the controller was down are unknown; such a flow is done by the same
-size rule, or by a relaxed idle rule (:meth:`ProgressMixin._restored_idle`).
+size rule, or by a relaxed idle rule (:meth:`ProgressMixin._restored_idle`).  A
+flow's first counted bytes are written at once, so that a restart knows it started.
 
 Units: bytes, seconds.
 """
@@ -67,6 +68,7 @@ class ProgressMixin:
             lists them), else empty actions.
         """
         finished: List[str] = []
+        started: List[FlowState] = []
         hdr = self.settings.header_bytes
         for cookie, nbytes, npkts in entries:
             f = self.flow_by_cookie.get(cookie)
@@ -93,10 +95,25 @@ class ProgressMixin:
                 self._finish(f, max(t_fin, f.start_s))
                 finished.append(f.flow_id)
             else:
+                if f.bytes_sent <= 0 < payload:
+                    started.append(f)
                 f.bytes_sent = max(f.bytes_sent, min(payload, size))
             tr.last_payload = max(prev, payload)
             tr.last_poll_s = now
+        self._record_started(started, now)
         return self._after_finish(finished, now)
+
+    def _record_started(self, flows: List[FlowState], now: float) -> None:
+        """Write at once the progress of flows whose first bytes were just counted
+        (not only every ``store_progress_interval_s``): after a restart, a flow known
+        to have started may be completed by the relaxed idle rule."""
+        if self.store is None or not flows:
+            return
+        try:
+            self.store.update_flows([(f.flow_id, float(f.bytes_sent), None) for f in flows])
+        except StoreError as exc:
+            self._log("error", "%s", exc)
+            self.errors.append(f"{now:.3f}: {exc}")
 
     def check_idle(self, now: float) -> Actions:
         """The idle completion rule: a flow whose counters stood still for
@@ -127,12 +144,14 @@ class ProgressMixin:
         condition is dropped: counters still for ``idle_finish_s`` after they moved
         (done at the last change), or, for a flow that had sent bytes before the
         restart, no movement at all for ``5 * idle_finish_s`` after the reload with
-        at least one counter sample (done at the reload)."""
+        at least one counter sample (done at the reload); ``15 * idle_finish_s`` for
+        a flow with no byte stored (it may have sent everything while the controller
+        was down, or never started: after that long it is not held any more)."""
         s = self.settings
         if tr.last_change_s is not None:
             return tr.last_change_s if now - tr.last_change_s >= s.idle_finish_s else None
-        if (tr.offset_bytes > 0 and tr.last_poll_s is not None
-                and now - tr.restored_s >= 5 * s.idle_finish_s):
+        quiet = (5 if tr.offset_bytes > 0 else 15) * s.idle_finish_s
+        if tr.last_poll_s is not None and now - tr.restored_s >= quiet:
             return tr.restored_s
         return None
 
