@@ -61,6 +61,15 @@ json_values = st.recursive(json_scalars, lambda kids: st.one_of(
     max_leaves=12)
 
 
+def _report(name, seen, keys) -> None:
+    """Print the request count and the statuses (shown with ``pytest -s``)."""
+    by_status = Counter()
+    for k in keys:
+        by_status[k[2]] += seen[k]
+    print(f"\n{name} fuzz: {seen['total']} requests; statuses "
+          f"{dict(sorted(by_status.items()))}")
+
+
 def _dump(obj) -> bytes:
     return json.dumps(obj).encode()
 
@@ -243,8 +252,9 @@ def test_controller_fuzz_no_5xx_and_rejected_requests_change_nothing():
             app.cancel(c.coflow_id)
 
     run()
-    assert seen["total"] >= 2000
     keys = [k for k in seen if isinstance(k, tuple)]
+    _report("controller", seen, keys)
+    assert seen["total"] >= 2000
     statuses = {k[2] for k in keys}
     # every route was requested, and every kind of answer occurred
     assert {k[1] for k in keys} == set(ROUTES)
@@ -383,8 +393,9 @@ def test_agent_fuzz_no_5xx_and_rejected_requests_change_nothing(agent_server):
                 assert (json.dumps(enf.snapshot()), len(rec.cmds)) == before, (method, path)
 
     run()
-    assert seen["total"] >= 2000
     keys = [k for k in seen if isinstance(k, tuple)]
+    _report("agent", seen, keys)
+    assert seen["total"] >= 2000
     assert {k[1] for k in keys} == set(AGENT_ROUTES)
     statuses = {k[2] for k in keys}
     assert {200, 400, 401, 404, 405, 413} <= statuses, statuses
