@@ -416,3 +416,21 @@ def test_non_utf8_id_in_the_url_is_400_not_a_traceback():
     resp = req.get_response(app.wsgi)
     assert resp.status_int == 400 and json.loads(resp.body)["field"] == "id"
     assert b"Traceback" not in resp.body
+
+
+def test_controller_sends_agent_token_to_agents_on_tcp(tcp_agent):
+    """agent_client with and without the token; the app's pusher sends ``agent_token``
+    (one agent on TCP stands for every host: the URL has no placeholder)."""
+    from rapier_app.controller import agent_client
+
+    base, _, enf = tcp_agent
+    body = json.dumps({"flows": [limit()]}).encode()
+    with pytest.raises(agent_client.AgentError, match="401"):
+        agent_client.put_flows(base, body, 2.0)
+    assert agent_client.put_flows(base, body, 2.0, token=TOKEN)["commands"] == 2
+    agent_client.put_flows(base, b'{"flows": []}', 2.0, token=TOKEN)
+    app = make_app(agent_url=base, agent_token=TOKEN)
+    st, _, _ = call(app, "POST", "/rapier/v1/coflows", {"flows": [FLOW], "id": "t"})
+    assert st == 201
+    app.push_pending()
+    assert [f["flow_id"] for f in enf.snapshot()] == ["t/0"]
