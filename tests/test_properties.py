@@ -104,9 +104,8 @@ def test_fig1_multihomed_case_passes(name):
                    "flexible flows by their current path's host links; with two uplinks "
                    "per host (fig1) a free candidate path is skipped (owner of "
                    "conserve.py: see docs/testing.md)")
-@pytest.mark.parametrize("name,flow,t,idle", [("rapier-ls", "c2/2", 0.2424, 0.0016),
-                                              ("rapier-isolated", "c2/0", 0.2424, 0.0816)])
-def test_fig1_multihomed_flow_event_idles(name, flow, t, idle):
+@pytest.mark.parametrize("name", ["rapier-ls", "rapier-isolated"])
+def test_fig1_multihomed_flow_event_idles(name):
     # At 0.2424 s c2/1 (D-Md-S) finishes.  rapier-ls: c2/2 (unscheduled coflow, no
     # rate, current path D-Mu-S blocked on Mu->S by c2/0) waits 1.6 ms while D-Md-S is
     # empty (idle 1.6 ms).  rapier-isolated: c2/0 (no rate, current path S-Md-S, S's
