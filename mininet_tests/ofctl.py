@@ -55,7 +55,9 @@ def parse_dump_flows(text: str) -> List[OfRule]:
         head, actions = line.split(" actions=", 1)
         fields: Dict[str, str] = {}
         order = []
-        for tok in head.replace(", ", ",").split(","):
+        # flags such as send_flow_rem end with a space, not a comma:
+        # "idle_timeout=300, send_flow_rem priority=100,tcp,..."
+        for tok in head.replace(", ", ",").replace(" ", ",").split(","):
             tok = tok.strip()
             if not tok:
                 continue

@@ -308,3 +308,16 @@ def test_ledger_applies_batches_in_order_up_to_the_barrier():
     led.sent(1, 16, [(15, a.with_command("modify"))])
     led.barrier_reply(1, 16)
     assert led.confirmed[1] == {}
+
+
+def test_dump_flows_reader_handles_the_send_flow_rem_flag():
+    """ovs-ofctl prints flags of our idle-timeout rules with a space before the
+    priority; the emulation's reader must still see priority 100 and the match."""
+    from mininet_tests.ofctl import parse_dump_flows
+
+    line = (" cookie=0x5241000000000004, duration=2.041s, table=0, n_packets=3, n_bytes=180,"
+            " idle_timeout=300, send_flow_rem priority=100,tcp,nw_src=10.0.0.1,"
+            "nw_dst=10.0.0.5,tp_dst=20001 actions=output:2")
+    (r,) = parse_dump_flows(line)
+    assert (r.priority, r.field("nw_dst"), r.field("tp_dst"), r.output_ports(), r.n_bytes) == \
+        (100, "10.0.0.5", "20001", [2], 180)
