@@ -331,7 +331,9 @@ class RapierRestController(ControllerBase):
         _not_allowed(PREFIX + "/health", "GET"))
 
     # Last route of this controller (Ryu registers routes in name order): a JSON 404
-    # for any other path under the prefix (ids with "/", unknown resources).
+    # for any other path under the prefix (ids with "/", unknown resources).  New
+    # routes under the prefix must be methods of this class named before "zz": a
+    # controller registered after this one would be shadowed by the catch-all.
     @route("rapier", PREFIX + "/{rest_of_path}", requirements={"rest_of_path": r"[\s\S]*"})
     def zz_not_found(self, req, **_kwargs):
         """404 (JSON) for a path under the prefix that no route matches."""
