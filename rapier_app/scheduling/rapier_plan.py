@@ -1,0 +1,195 @@
+"""Per-coflow data of RAPIER's Algorithms 1-3: the plan Algorithm 2 returns
+(:class:`CoflowPlan`) and one coflow's active flows as arrays (:class:`_CoflowArrays`).
+
+Split out of :mod:`~rapier_app.scheduling.rapier` (issue 15), which re-exports every
+name.  Units: bytes for sizes, bits for volumes, bit/s for capacities, seconds for
+times.
+"""
+
+from __future__ import annotations
+
+import operator
+import weakref
+from dataclasses import dataclass
+from itertools import compress
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from topologies import Topology
+
+from ..core.model import FlowState
+
+#: topology -> {id(candidate list): (candidate list, links all its paths cross)}
+_MAND_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class CoflowPlan:
+    """Result of Algorithm 2 for one coflow.
+
+    Attributes:
+        t_s: minimum CCT in seconds under the residual capacities (inf if alpha=0).
+        alpha: 1/t_s in 1/s (rates are alpha * remaining bits).
+        routes: flow_id -> chosen path.
+        lp_alpha: optimum of the relaxation (4) (an upper bound on alpha), or None
+            when the LP was skipped because every flow had a single usable path.
+        links: link indices of all the coflow's candidate paths.
+        build_s, solve_s: LP build and solve wall times in seconds.
+        load_links, load_bits: the links the chosen routes cross (int array) and the
+            bits routed over each (float array, same length): model (2)'s alpha on
+            residual R is min(R[load_links] / load_bits).
+        rem_bytes: per active flow (coflow order), remaining bytes when planned.
+        paths: per active flow, its chosen path (same order as ``rem_bytes``).
+        r_lidx, r_lens: the chosen paths' link indices, concatenated, and the number
+            of links per path (int arrays).
+        mand_links, mand_bits: (``route_on="reserved"``) links every candidate path
+            of some flow crosses and the bits on them (a routing-independent lower
+            bound on the load; Algorithm 1 skips re-planning with it).
+    """
+
+    t_s: float
+    alpha: float
+    routes: Dict[str, tuple]
+    lp_alpha: Optional[float]
+    links: np.ndarray
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    load_links: Optional[np.ndarray] = None
+    load_bits: Optional[np.ndarray] = None
+    rem_bytes: Optional[np.ndarray] = None
+    paths: Optional[list] = None
+    r_lidx: Optional[np.ndarray] = None
+    r_lens: Optional[np.ndarray] = None
+    mand_links: Optional[np.ndarray] = None
+    mand_bits: Optional[np.ndarray] = None
+
+
+_SENT = operator.attrgetter("bytes_sent")
+
+
+class _CoflowArrays:
+    """One coflow's active flows as arrays for Algorithms 1-3, cached by
+    :class:`Rapier` while the set of active flows is unchanged.
+
+    Attributes: ``act`` (the active-flow list it was built from), ``flows``, ``fids``,
+    ``n``, ``sizes`` (bytes), ``cand`` and ``mats`` (per flow: candidate paths and
+    their (paths x hops) link matrix, None if ragged), ``uniform_mats``, ``all_links``
+    (every candidate link, sorted), ``fid_rank`` (rank of each flow id in sorted
+    order, for Algorithm 3's tie-break), ``n_cand`` (candidate paths in all),
+    ``struct`` (the :class:`LP4Structure`, once built).
+    """
+
+    __slots__ = ("act", "fids", "flows", "n", "sizes", "cand", "mats", "uniform_mats",
+                 "all_links", "fid_rank", "n_cand", "struct", "topo", "_room", "comm",
+                 "_mand")
+
+    def __init__(self, act: List[FlowState], fids: tuple, cinfo: Optional[list],
+                 topo: Topology, _from: Optional[tuple] = None):
+        self.act = act
+        self.flows = list(act)
+        self.fids = fids
+        self.n = n = len(act)
+        self.topo = topo
+        if _from is None:
+            self.sizes = np.array([f.spec.size_bytes for f in act], dtype=float)
+            self.cand = [ci[0] for ci in cinfo]
+            self.mats = [ci[1] for ci in cinfo]
+            rank = np.empty(n, dtype=np.int64)
+            rank[sorted(range(n), key=fids.__getitem__)] = np.arange(n)
+        else:
+            self.sizes, self.cand, self.mats, old_rank = _from
+            rank = np.empty(n, dtype=np.int64)
+            rank[np.argsort(old_rank, kind="stable")] = np.arange(n)
+        self.fid_rank = rank
+        self.uniform_mats = all(m is not None for m in self.mats)
+        self.all_links = (np.unique(np.concatenate(
+            [m.ravel() if m is not None else
+             np.concatenate([topo.path_links(p) for p in ps])
+             for ps, m in zip(self.cand, self.mats)])) if n else np.zeros(0, np.int64))
+        self.n_cand = sum(map(len, self.cand))
+        self.struct = None
+        self.comm = None  # Commodities of LP (4), False: none share one
+        self._room = None
+        self._mand = None
+
+    def subset(self, act: List[FlowState], fids: tuple, keep: List[bool]) -> "_CoflowArrays":
+        """The arrays of the flows ``keep`` selects (``act``, in the same order)."""
+        m = np.array(keep, dtype=bool)
+        return _CoflowArrays(act, fids, None, self.topo,
+                             (self.sizes[m], list(compress(self.cand, keep)),
+                              list(compress(self.mats, keep)), self.fid_rank[m]))
+
+    def route_arrays(self, routes: Dict[str, tuple], topo: Topology) -> tuple:
+        """(paths per flow, their link indices concatenated, links per path)."""
+        if self.n_cand == self.n and self.uniform_mats:  # one path per flow
+            paths = [c[0] for c in self.cand]
+            shapes = {m.shape for m in self.mats}
+            if len(shapes) == 1:
+                h = self.mats[0].shape[1]
+                return (paths, np.concatenate(self.mats).ravel() if self.n else
+                        np.zeros(0, np.int64), np.full(self.n, h, dtype=np.int64))
+        paths = [routes[f] for f in self.fids]
+        if self.uniform_mats:
+            ls = [m[0] if len(c) == 1 else m[c.index(p)]
+                  for p, c, m in zip(paths, self.cand, self.mats)]
+        else:
+            ls = [topo.path_links(p) for p in paths]
+        lens = np.fromiter(map(len, ls), np.int64, len(ls))
+        return paths, (np.concatenate(ls) if ls else np.zeros(0, np.int64)), lens
+
+    def mandatory_load(self, vols_bits: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Links every candidate path of a flow crosses (a single-homed host's first
+        and last link; every link of a single-path flow) and the bits the flows put
+        on them whatever the routing: ``(links, bits)``, sorted unique links.  A lower
+        bound on any routing's load there."""
+        if self._mand is None:
+            ent_flow, ent_link = [], []
+            cache = _MAND_CACHE.setdefault(self.topo, {})
+            for j, (ps, m) in enumerate(zip(self.cand, self.mats)):
+                got = cache.get(id(ps))
+                if got is None or got[0] is not ps:
+                    if m is None:
+                        sets = [set(self.topo.path_links(p).tolist()) for p in ps]
+                        common = sorted(set.intersection(*sets)) if sets else []
+                    else:
+                        common = [int(x) for x in np.unique(m[0])
+                                  if (m == x).any(axis=1).all()]
+                    got = (ps, common)
+                    if len(cache) > 200_000:
+                        cache.clear()
+                    cache[id(ps)] = got
+                common = got[1]
+                ent_flow.extend([j] * len(common))
+                ent_link.extend(common)
+            self._mand = (np.array(ent_flow, dtype=np.int64),
+                          np.array(ent_link, dtype=np.int64))
+        ef, el = self._mand
+        if not el.size:
+            return el, np.zeros(0)
+        load = np.bincount(el, weights=vols_bits[ef])
+        links = np.unique(el)
+        return links, load[links]
+
+    def cand_links(self, j: int) -> list:
+        """Flow j's candidate paths' link indices, as lists of ints."""
+        m = self.mats[j]
+        if m is not None:
+            return m.tolist()
+        return [self.topo.path_links(p).tolist() for p in self.cand[j]]
+
+    def any_room(self, residual: np.ndarray) -> np.ndarray:
+        """Per flow: does some candidate path have residual > 0 on every link?"""
+        if self._room is None:
+            rows, plens, npaths = [], [], []
+            for ps, m in zip(self.cand, self.mats):
+                arrs = list(m) if m is not None else [self.topo.path_links(p) for p in ps]
+                rows.extend(arrs)
+                plens.extend(map(len, arrs))
+                npaths.append(len(arrs))
+            pst = np.concatenate([[0], np.cumsum(plens)[:-1]]).astype(np.int64)
+            fst = np.concatenate([[0], np.cumsum(npaths)[:-1]]).astype(np.int64)
+            self._room = (np.concatenate(rows), pst, fst)
+        cl, pst, fst = self._room
+        ok = (np.minimum.reduceat(residual[cl], pst) > 0).astype(np.int8)
+        return np.maximum.reduceat(ok, fst) > 0

@@ -1,0 +1,150 @@
+"""Algorithm 2's LP solve and rounding for RAPIER (Zhao et al., INFOCOM 2015,
+Section IV-B lines 2-7) with this project's tie-break (``tie_break="spread"``).
+
+:class:`RoundingMixin` holds the methods of
+:class:`~rapier_app.scheduling.rapier.Rapier` that turn one coflow's LP (4) into
+routes: :meth:`~RoundingMixin._route_by_lp` (per-flow or aggregated solve),
+:meth:`~RoundingMixin.round_routes` (argmax rounding, overridden by ``rapier-ls``
+and ``rapier-spread``), :meth:`~RoundingMixin._tie` (argmax vs ECMP vs greedy spread)
+and :meth:`~RoundingMixin._greedy_paths`.  Split out of
+:mod:`~rapier_app.scheduling.rapier` (issue 15); the readings are documented there.
+
+The mixin reads the scheduler's ``topology``, ``stats``, ``solver``,
+``lp_time_limit_s``, ``aggregate``, ``aggregate_min_paths``, ``tie_break`` and
+``_cur_reserved`` attributes and its ``ecmp_path`` and ``_path_links`` methods.
+Units: volumes in bits, capacities in bit/s.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core.model import FlowState
+from .rapier_lp import LP4Structure, lp4_commodities, route_load, solve_lp4, solve_lp4_aggregated
+from .rapier_plan import _CoflowArrays
+
+
+class RoundingMixin:
+    """LP (4) solve and rounding of Algorithm 2 (see the module docstring)."""
+
+    def _route_by_lp(self, flows: Sequence[FlowState], vols: List[float],
+                     usable: List[List[tuple]], lp_cap: np.ndarray,
+                     link_mats: Optional[list] = None,
+                     structure: Optional[LP4Structure] = None,
+                     carr: Optional["_CoflowArrays"] = None,
+                     reserved: Optional[np.ndarray] = None) -> tuple:
+        """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` (with ``reserved`` bits per link,
+        see :func:`solve_lp4`) and round. Returns (routes, lp_alpha, build_s,
+        solve_s)."""
+        if all(len(ps) == 1 for ps in usable):
+            return dict(zip([f.flow_id for f in flows], [ps[0] for ps in usable])), \
+                None, 0.0, 0.0
+        agg = None
+        if link_mats is not None and (self.aggregate or (
+                self.aggregate is None and
+                sum(m.shape[0] for m in link_mats) > self.aggregate_min_paths)):
+            cm = None
+            if carr is not None:
+                if carr.comm is None:
+                    carr.comm = lp4_commodities(link_mats) or False
+                cm = carr.comm
+            agg = None if cm is False else solve_lp4_aggregated(
+                vols, link_mats, lp_cap, self.solver, self.lp_time_limit_s, cm or None,
+                reserved)
+        if agg is not None:
+            lp_alpha, ms, build_s, solve_s, _ = agg
+            self.stats["lp_solves"] += 1
+            self.stats["lp_build_s"] += build_s
+            self.stats["lp_solve_s"] += solve_s
+            return (self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
+                                                                      lp_cap), lp_cap),
+                    lp_alpha, build_s, solve_s)
+        lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
+                                                   self.solver, self.lp_time_limit_s,
+                                                   link_mats, structure, reserved)
+        self.stats["lp_solves"] += 1
+        self.stats["lp_build_s"] += build_s
+        self.stats["lp_solve_s"] += solve_s
+        routes = self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
+                                                                  lp_cap), lp_cap)
+        return routes, lp_alpha, build_s, solve_s
+
+    def _tie(self, flows: Sequence[FlowState], vols: List[float], usable: List[List[tuple]],
+             base: Dict[str, tuple], lp_cap: np.ndarray) -> Dict[str, tuple]:
+        """The ``tie_break`` rule (class docstring) applied to the rounded ``base``
+        routes: flow_id -> path."""
+        if self.tie_break != "spread":
+            return base
+        ecmp = []
+        for f, ps in zip(flows, usable):
+            p = self.ecmp_path(f)
+            if p not in ps:
+                return base
+            ecmp.append(p)
+        vol = np.asarray(vols, dtype=float)
+        B = self._cur_reserved
+
+        def score(paths) -> Tuple[float, float]:
+            # (worst (B + load) / C over the links the coflow loads, the sum of the
+            # squared utilisations (B + load) / C of those links: the spread)
+            links, bits = route_load(self.topology, paths, vol)
+            if B is not None:
+                bits = bits + B[links]
+            if not len(links):
+                return 0.0, 0.0
+            u = bits / lp_cap[links]
+            return float(np.max(u)), float(np.dot(u, u))
+
+        cands = [(score(ecmp), ecmp), (score([base[f.flow_id] for f in flows]), None),
+                 (score(g := self._greedy_paths(flows, vol, usable, lp_cap, B)), g)]
+        best_w = min(c[0][0] for c in cands)
+        tied = [c for c in cands if c[0][0] <= best_w * (1 + 1e-9)]
+        best_s = min(c[0][1] for c in tied)
+        # among routings with the best completion time, the most spread one; exact
+        # ties go to ECMP, then the LP's rounding, then the greedy placement
+        for (w, s2), paths in tied:
+            if s2 <= best_s * (1 + 1e-9):
+                return base if paths is None else {f.flow_id: p for f, p in zip(flows, paths)}
+        return base
+
+    def _greedy_paths(self, flows: Sequence[FlowState], vol: np.ndarray,
+                      usable: List[List[tuple]], cap: np.ndarray,
+                      reserved: Optional[np.ndarray]) -> List[tuple]:
+        """Greedy placement behind the reserved volume: flows by non-increasing
+        volume (bits), each on the usable candidate path that minimises the largest
+        (B_l + load_l + v) / C_l along it (first on ties).  Per-flow paths."""
+        topo = self.topology
+        L = len(cap)
+        load = np.zeros(L + 1)
+        if reserved is not None:
+            load[:L] = reserved
+        capx = np.append(cap, np.inf)
+        out: List[Optional[tuple]] = [None] * len(flows)
+        for j in np.argsort(-vol, kind="stable").tolist():
+            ps = usable[j]
+            v = float(vol[j])
+            if len(ps) == 1:
+                p = ps[0]
+            else:
+                rows = [self._path_links(q) for q in ps]
+                h = max(map(len, rows))
+                M = np.full((len(rows), h), L, dtype=np.int64)
+                for r, ls in enumerate(rows):
+                    M[r, :len(ls)] = ls
+                p = ps[int(np.argmin(((load[M] + v) / capx[M]).max(axis=1)))]
+            load[list(self._path_links(p))] += v
+            out[j] = p
+        return out
+
+    def round_routes(self, flows: Sequence[FlowState], vols: List[float],
+                     usable: List[List[tuple]], ms: List[np.ndarray],
+                     lp_cap: np.ndarray) -> Dict[str, tuple]:
+        """Alg. 2 lines 3-7: each flow takes the path of its largest m_jk (first on
+        ties).  Subclasses may improve the rounding (``rapier-ls``).
+
+        Args: flows, their volumes in bits, usable candidate paths, LP values m_jk
+        (1/s), the capacities (bit/s) the LP routed on.  Returns flow_id -> path.
+        """
+        return {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(flows, usable, ms)}
