@@ -61,6 +61,8 @@ from ryu.ofproto import ofproto_v1_3  # noqa: E402
 from ryu.topology import event as topo_event  # noqa: E402
 
 from . import agent_client, ofmsgs  # noqa: E402
+from .httpserver import configure_wsgi_server  # noqa: E402
+from .worker import DecisionWorker  # noqa: E402
 from .core import Actions, Settings, make_core, missing_switches  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 
@@ -140,6 +142,23 @@ OPTS = [
                help="largest REST request body (bytes); larger: 413"),
     cfg.IntOpt("max_flows_per_coflow", default=_D.max_flows_per_coflow, min=1,
                help="most flows in one POST /coflows; more: 413"),
+    # responsiveness and reconciliation (issue 14, docs/operations.md)
+    cfg.FloatOpt("decision_budget_s", default=_D.decision_budget_s,
+                 help="wall-clock budget of one scheduling decision (s); over it, the "
+                      "coflows decided for the first time use default forwarding"),
+    cfg.FloatOpt("reconcile_interval_s", default=_D.reconcile_interval_s,
+                 help="period of reading switch flow tables back and repairing them (s; "
+                      "0: only after a reconnect)"),
+    cfg.FloatOpt("agent_retry_min_s", default=_D.agent_retry_min_s,
+                 help="first retry delay of a failed agent push (s), doubling ..."),
+    cfg.FloatOpt("agent_retry_max_s", default=_D.agent_retry_max_s,
+                 help="... up to this (s)"),
+    cfg.FloatOpt("agent_reconcile_interval_s", default=_D.agent_reconcile_interval_s,
+                 help="period of pushing every agent its full rate set again (s; 0: never)"),
+    cfg.FloatOpt("rest_socket_timeout_s", default=_D.rest_socket_timeout_s,
+                 help="idle timeout of one REST connection (s)"),
+    cfg.IntOpt("rest_max_connections", default=_D.rest_max_connections, min=1,
+               help="most REST connections served at once"),
 ]
 
 CONF = cfg.CONF
@@ -192,6 +211,15 @@ class RapierController(app_manager.RyuApp):
         self._agents_down: set = set()
         self._last_retry = 0.0
         self._reported_missing = False
+        # Issue 14, responsiveness and reconciliation (worker.py, reconcile.py).
+        self.worker = DecisionWorker(hub.Queue(), hub.QueueEmpty, self._decide_batch,
+                                     log=LOG)
+        self._batches: Dict[int, int] = {}  # dpid -> rule batches sent
+        self._reconcile_req: Dict[int, int] = {}  # dpid -> _batches at the request
+        self._reconcile_due: Set[int] = set()
+        self._stats_full: Dict[int, list] = {}
+        self._last_reconcile = self._last_agent_sync = self.now()
+        configure_wsgi_server(self.settings)
         kwargs["wsgi"].register(RapierRestController, {APP_KEY: self})
         self._rest_address()
         # Reload the accepted coflows (rules go when switches connect, pushes now).
@@ -217,6 +245,7 @@ class RapierController(app_manager.RyuApp):
         super().start()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._push_loop))
+        self.threads.append(hub.spawn(self.worker.loop))
 
     def execute(self, acts: Actions) -> None:
         """Queue the rules of ``acts`` for connected switches and its pushes, then
@@ -298,6 +327,7 @@ class RapierController(app_manager.RyuApp):
                 rules.append((xid, item))
         barrier = None
         if rules:
+            self._batches[dp.id] = self._batches.get(dp.id, 0) + 1
             barrier = ofmsgs.barrier_request(dp)
             bx = dp.set_xid(barrier)
             with self._lock:
@@ -314,6 +344,26 @@ class RapierController(app_manager.RyuApp):
         c, _ = self._core_call(lambda now: self.core.submit(body, now))
         with self._lock:
             return self.core.coflow_view(c.coflow_id)
+
+    def submit_async(self, body) -> Dict[str, Any]:
+        """``POST``: validate, write to the database and queue the coflow for the
+        decision worker (:mod:`.worker`); returns its view (``decision``: ``queued``)
+        without waiting for the scheduler.  Without a running worker (the app built
+        in-process, never started) the decision is taken here, before returning."""
+        with self._lock:
+            c, _ = self.core.submit(body, self.now(), schedule=False)
+            view = self.core.coflow_view(c.coflow_id)
+        if self.worker.running:
+            self.worker.put(c.coflow_id)
+        else:
+            self._decide_batch([c.coflow_id])
+            with self._lock:
+                view = self.core.coflow_view(c.coflow_id)
+        return view
+
+    def _decide_batch(self, ids) -> None:
+        """One decision for the queued coflows ``ids`` (the worker's callback)."""
+        self._core_call(self.core.decide)
 
     def cancel(self, coflow_id: str) -> Dict[str, Any]:
         """Cancel a coflow (``DELETE``); raises RequestError 404/400."""
@@ -359,6 +409,7 @@ class RapierController(app_manager.RyuApp):
             for msg in ofmsgs.clear_switch(dp):
                 box.append((None, msg))
             box.extend((item, None) for item in rules)
+            self._reconcile_due.add(dp.id)  # read it back once the install is done
         self.flush([dp.id])
         LOG.info("switch dpid=%#x connected: %d rules/groups sent", dp.id, len(rules))
 
@@ -413,10 +464,30 @@ class RapierController(app_manager.RyuApp):
         dpid = msg.datapath.id
         parts = self._stats_parts.setdefault(dpid, [])
         parts.extend((s.cookie, s.byte_count, s.packet_count) for s in msg.body)
+        if dpid in self._reconcile_req:
+            self._stats_full.setdefault(dpid, []).extend(msg.body)
         if msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE:
             return
         entries = self._stats_parts.pop(dpid, [])
         self._core_call(lambda now: self.core.apply_flow_stats(dpid, entries, now))
+        if dpid in self._reconcile_req:
+            self.reconcile_reply(dpid, self._stats_full.pop(dpid, []))
+
+    def reconcile_reply(self, dpid: int, stats) -> None:
+        """The read-back of ``dpid``'s table is complete: repair it (:mod:`.reconcile`)
+        unless rules were in flight or sent since the request (then retried next
+        poller round)."""
+        with self._lock:
+            seq = self._reconcile_req.pop(dpid, None)
+            if seq is None or self.datapaths.get(dpid) is None:
+                return
+            if seq != self._batches.get(dpid, 0) or self.core.ledger.pending(dpid):
+                self.core.reconcile_counts["skipped"] += 1
+                self._reconcile_due.add(dpid)
+                return
+            _, acts = self.core.reconcile_switch(dpid, stats)
+            dpids = self._enqueue(acts)
+        self.flush(dpids)
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error_msg(self, ev):
@@ -451,17 +522,29 @@ class RapierController(app_manager.RyuApp):
         with self._lock:
             now = self.now()
             polled = []
-            for dpid in self.core.stats_dpids():
+            every = self.settings.reconcile_interval_s
+            if every and now - self._last_reconcile >= every:
+                self._last_reconcile = now
+                self._reconcile_due |= set(self.datapaths)
+            for dpid in sorted(set(self.core.stats_dpids()) | self._reconcile_due):
                 dp = self.datapaths.get(dpid)
                 if dp is not None:
+                    if dpid in self._reconcile_due and dpid not in self._reconcile_req:
+                        self._reconcile_req[dpid] = self._batches.get(dpid, 0)
+                        self._stats_full.pop(dpid, None)
                     self._queue_msg(dpid, ofmsgs.flow_stats_request(dp))
                     polled.append(dpid)
+            self._reconcile_due.clear()
             acts = self.core.check_idle(now)
             if not acts.finished and self.core.wakeup_due(now):
                 acts = self.core.reschedule(now)
+            acts.extend(self.core.retry_pushes(now))  # exponential backoff per host
+            sync = self.settings.agent_reconcile_interval_s
+            if sync and now - self._last_agent_sync >= sync:
+                self._last_agent_sync = now
+                acts.extend(self.core.push_all())
             if now - self._last_retry > 5.0:
                 self._last_retry = now
-                acts.extend(self.core.retry_pushes())
                 if now > 15.0 and not self._reported_missing:
                     missing = missing_switches(self.core.topology, self.datapaths)
                     if missing:
@@ -490,6 +573,8 @@ class RapierController(app_manager.RyuApp):
                 agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s,
                                        token=self.settings.agent_token)
                 LOG.debug("agent %s: %d limits pushed", host, len(push.flows))
+                with self._lock:
+                    self.core.push_succeeded(host)
                 if host in self._agents_down:
                     self._agents_down.discard(host)
                     LOG.info("agent %s reachable again", host)
@@ -499,7 +584,8 @@ class RapierController(app_manager.RyuApp):
                 LOG.log(level, "agent %s unreachable or refused the rate set: %s", host, exc)
                 self._agents_down.add(host)
                 with self._lock:
-                    self.core.push_failed(host)
+                    delay = self.core.push_failed(host, self.now())
+                LOG.debug("agent %s: next retry in %.1f s", host, delay)
 
     def _push_loop(self) -> None:
         while True:

@@ -63,8 +63,10 @@ from .arp import _mac_bytes, _mac_str, build_arp_reply, parse_arp_request  # noq
 from .durability import DurabilityMixin
 from .ledger import RuleLedger
 from .progress import ProgressMixin
+from .reconcile import Repair, diff_table, entry_from_stats
 from .pushes import AgentPush, PushBook, flow_limit  # noqa: F401
-from .registry import ACTIVE, CANCELLED, DONE, FlowTrack, RegistryMixin  # noqa: F401
+from .registry import (ACTIVE, CANCELLED, DONE, FALLBACK, QUEUED, SCHEDULED,  # noqa: F401
+                       FlowTrack, RegistryMixin)
 from .rules import (COOKIE_DEFAULT, COOKIE_TAG, COOKIE_TAG_MASK, ETH_TYPE_ARP,  # noqa: F401
                     ETH_TYPE_IP, IP_PROTO_TCP, OFPP_CONTROLLER, PRIORITY_ARP, PRIORITY_COFLOW,
                     PRIORITY_DEFAULT, Actions, FlowRule, GroupRule, _switch_neighbours,
@@ -113,6 +115,13 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         self.state: Dict[str, str] = {}
         self.ended_s: Dict[str, float] = {}
         self.fallback: Dict[str, str] = {}
+        #: coflow id -> QUEUED / SCHEDULED / FALLBACK (see :mod:`.registry`)
+        self.decision: Dict[str, str] = {}
+        #: decisions whose wall-clock time exceeded ``decision_budget_s``
+        self.budget_exceeded = 0
+        #: reconciliation totals (rounds, switches skipped, differences repaired)
+        self.reconcile_counts: Dict[str, int] = {"rounds": 0, "skipped": 0, "missing": 0,
+                                                 "wrong": 0, "stale": 0}
         self.tracks: Dict[str, FlowTrack] = {}
         self.flow_by_cookie: Dict[int, FlowState] = {}
         self.desired: Dict[Tuple[int, str], FlowRule] = {}
@@ -197,6 +206,20 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         else:
             sched = Schedule()
         self.last_solve_s = (wall_clock() - t0) if wall_clock else 0.0
+        budget = self.settings.decision_budget_s
+        if self.last_solve_s > budget:
+            self.budget_exceeded += 1
+            new = [c.coflow_id for c in active if self.decision.get(c.coflow_id) == QUEUED]
+            msg = (f"decision budget exceeded ({self.last_solve_s:.3f} s > "
+                   f"decision_budget_s {budget:g} s)")
+            self._log("warning", "%s; %d new coflows use default forwarding", msg, len(new))
+            if new:
+                sched = Schedule(allocations=dict(sched.allocations), order=list(sched.order),
+                                 fallback={**sched.fallback, **{cid: msg for cid in new}},
+                                 info=sched.info)
+        for c in active:
+            self.decision[c.coflow_id] = FALLBACK if c.coflow_id in sched.fallback \
+                else SCHEDULED
         for cid, reason in sched.fallback.items():
             if self.fallback.get(cid) != reason:
                 self._log("warning", "coflow %s falls back to default forwarding: %s",
@@ -206,6 +229,20 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         self.last_schedule_s = now
         self.schedule_count += 1
         return self._apply(sched, active)
+
+    def decide(self, now: float) -> Actions:
+        """One decision for every queued coflow (``decision`` ``queued``), taken by
+        the decision worker (:mod:`.worker`) after ``POST`` returned: the same
+        scheduler call as :meth:`reschedule` (all active coflows together), with the
+        budget rule of ``decision_budget_s``.  Returns its Actions (empty when
+        nothing is queued any more: another call already decided them)."""
+        if not any(self.decision.get(c.coflow_id) == QUEUED for c in self.active()):
+            return Actions()
+        return self.reschedule(now)
+
+    def queued(self) -> List[str]:
+        """Ids of the active coflows still waiting for their first decision."""
+        return [c.coflow_id for c in self.active() if self.decision.get(c.coflow_id) == QUEUED]
 
     def _path_rules(self, f: FlowState, path: Sequence[str]) -> List[FlowRule]:
         g = self.topology.graph
@@ -297,6 +334,50 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         self.ledger.reset(dpid)
         return self.switch_rules(dpid)
 
+    def switch_want(self, dpid: int) -> List[FlowRule]:
+        """Every flow rule switch ``dpid`` must hold (defaults, ARP, desired coflow
+        rules; groups left out), command ``add``: what reconciliation compares the
+        switch's table with."""
+        return [r for r in self.switch_rules(dpid) if isinstance(r, FlowRule)]
+
+    def reconcile_switch(self, dpid: int, stats) -> Tuple[Repair, Actions]:
+        """One reconciliation round of switch ``dpid`` (:mod:`.reconcile`).
+
+        Args:
+            stats: the entries of its flow table with our cookie tag, as
+                ``OFPFlowStats``-like objects (see :func:`.reconcile.entry_from_stats`)
+                or :class:`.reconcile.Entry`.
+
+        Returns:
+            (the :class:`~.reconcile.Repair` with its counts, Actions carrying its
+            rules).  Counts are added to :attr:`reconcile_counts` and logged when
+            something differed.
+        """
+        have = []
+        for st in stats:
+            try:
+                have.append(st if hasattr(st, "actions") else entry_from_stats(st))
+            except ValueError as exc:  # an action we never install: leave it alone
+                self._log("warning", "switch dpid=%#x: unreadable entry: %s", dpid, exc)
+        rep = diff_table(dpid, self.switch_want(dpid), have)
+        self.reconcile_counts["rounds"] += 1
+        for k in ("missing", "wrong", "stale"):
+            self.reconcile_counts[k] += getattr(rep, k)
+        if rep.differences:
+            self._log("warning", "reconcile dpid=%#x: %d missing, %d wrong, %d stale rules "
+                      "repaired", dpid, rep.missing, rep.wrong, rep.stale)
+        return rep, Actions(rules=list(rep.rules))
+
+    def schedule_view(self) -> Dict[str, Any]:
+        """:meth:`~.views.ViewsMixin.schedule_view` plus ``reconcile`` (totals of
+        :meth:`reconcile_switch`), ``budget_exceeded`` (decisions over
+        ``decision_budget_s``) and ``queued`` (coflows awaiting their decision)."""
+        view = super().schedule_view()
+        view["reconcile"] = dict(self.reconcile_counts)
+        view["budget_exceeded"] = self.budget_exceeded
+        view["queued"] = len(self.queued())
+        return view
+
     def switch_lost(self, dpid: int) -> None:
         """Switch ``dpid`` disconnected: its table is unknown until it reconnects."""
         self.ledger.lost(dpid)
@@ -351,17 +432,35 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         if cid not in self.coflows and self.store is not None:
             return self.stored_view(cid)
         view = super().coflow_view(cid)
+        view["decision"] = self.decision.get(cid, SCHEDULED)
         for fv in view["flows"]:
             fv["rules"] = self.rule_states(fv["flow_id"])
         return view
 
-    def push_failed(self, host: str) -> None:
-        """Mark ``host``'s pushed set as unknown so the next reschedule pushes again."""
-        self._pushes.failed(host)
+    def push_failed(self, host: str, now: Optional[float] = None) -> float:
+        """Mark ``host``'s pushed set as unknown so the next reschedule pushes again;
+        with ``now`` (s) its retry waits the exponential backoff of
+        ``agent_retry_min_s`` .. ``agent_retry_max_s``.  Returns the delay (s)."""
+        if now is None:
+            return self._pushes.failed(host)
+        return self._pushes.failed(host, now, self.settings.agent_retry_min_s,
+                                   self.settings.agent_retry_max_s)
 
-    def retry_pushes(self) -> Actions:
-        """Pushes for the hosts whose last push failed (their current rate set)."""
-        return Actions(pushes=self._pushes.retry())
+    def push_succeeded(self, host: str) -> None:
+        """A push to ``host`` went through: reset its backoff."""
+        self._pushes.succeeded(host)
+
+    def retry_pushes(self, now: float = float("inf")) -> Actions:
+        """Pushes for the hosts whose last push failed and whose backoff ran out at
+        ``now`` (their current rate set)."""
+        return Actions(pushes=self._pushes.retry(now))
+
+    def push_all(self) -> Actions:
+        """Every agent's full desired set (periodic agent reconciliation), or nothing
+        when agents are off."""
+        if not self.settings.agent_url:
+            return Actions()
+        return Actions(pushes=self._pushes.push_all())
 
     def arp_answer(self, frame: bytes) -> Optional[bytes]:
         """Proxy ARP: the reply frame to an ARP request for a host of the topology,

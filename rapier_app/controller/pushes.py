@@ -64,6 +64,8 @@ class PushBook:
         self.url_of = url_of
         self.pushed: Dict[str, Tuple] = {}
         self.limits: Dict[str, List[Dict[str, Any]]] = {}
+        #: host -> (consecutive failures, earliest time of the next retry in s)
+        self.backoff: Dict[str, Tuple[int, float]] = {}
 
     def _push(self, host: str, flows: List[Dict[str, Any]]) -> AgentPush:
         if flows:
@@ -84,12 +86,34 @@ class PushBook:
                 out.append(self._push(host, flows))
         return out
 
-    def failed(self, host: str) -> None:
+    def failed(self, host: str, now: float = 0.0, min_s: float = 0.0,
+               max_s: float = 0.0) -> float:
         """Mark ``host``'s set as unknown: the next :meth:`update` or :meth:`retry`
-        pushes it again."""
+        pushes it again.  With ``min_s``/``max_s`` (s) the retry waits an exponential
+        backoff: ``min(min_s * 2**(n-1), max_s)`` after the n-th consecutive failure
+        (issue 14).  Returns that delay (s)."""
         self.pushed[host] = FAILED
+        n = self.backoff.get(host, (0, 0.0))[0] + 1
+        delay = min(min_s * 2.0 ** (n - 1), max_s) if min_s > 0 else 0.0
+        self.backoff[host] = (n, now + delay)
+        return delay
 
-    def retry(self) -> List[AgentPush]:
-        """Pushes of the current sets of the hosts whose last push failed."""
+    def succeeded(self, host: str) -> None:
+        """A push to ``host`` went through: its backoff starts over."""
+        self.backoff.pop(host, None)
+
+    def retry(self, now: float = float("inf")) -> List[AgentPush]:
+        """Pushes of the current sets of the hosts whose last push failed and whose
+        backoff (see :meth:`failed`) has run out at ``now`` (s; default: all)."""
+        due = sorted(h for h, k in self.pushed.items()
+                     if k == FAILED and self.backoff.get(h, (0, 0.0))[1] <= now)
         return [self._push(host, sorted(self.limits.get(host, []), key=lambda d: d["flow_id"]))
-                for host in sorted(h for h, k in self.pushed.items() if k == FAILED)]
+                for host in due]
+
+    def push_all(self) -> List[AgentPush]:
+        """The full current set of every host that has limits or was sent some (the
+        periodic agent reconciliation: PUT replaces whatever the agent holds, so a
+        limit it lost or kept by mistake is repaired), hosts in name order."""
+        hosts = sorted(set(self.limits) | set(self.pushed))
+        return [self._push(h, sorted(self.limits.get(h, []), key=lambda d: d["flow_id"]))
+                for h in hosts]

@@ -19,6 +19,10 @@ from .validation import RequestError, parse_coflow_request
 
 #: The states of a coflow in the registry.
 ACTIVE, DONE, CANCELLED = "active", "done", "cancelled"
+#: The scheduling decision of a coflow (``decision`` in ``GET /coflows/<id>``): accepted
+#: and waiting for the decision worker, given paths/rates by the scheduler, or put on
+#: default forwarding (scheduler fallback, failure, or decision budget exceeded).
+QUEUED, SCHEDULED, FALLBACK = "queued", "scheduled", "fallback"
 
 
 @dataclass
@@ -58,12 +62,15 @@ class RegistryMixin:
     """
 
     # -- REST operations ------------------------------------------------------------
-    def submit(self, body, now: float) -> Tuple[CoflowState, Actions]:
+    def submit(self, body, now: float, schedule: bool = True) -> Tuple[CoflowState, Actions]:
         """Accept a new coflow (``POST /coflows``) and reschedule.
 
         Args:
             body: request body (see :func:`parse_coflow_request`).
             now: current time in seconds; becomes the coflow's arrival time.
+            schedule: False: only accept and record it (``decision`` ``queued``); the
+                decision worker (:mod:`.worker`) calls :meth:`decide` for it later
+                and the returned Actions are empty.
 
         Returns:
             (the coflow's state, the actions of the reschedule).
@@ -123,6 +130,9 @@ class RegistryMixin:
             self.flow_by_cookie[cookie] = f
         self._log("info", "coflow %s arrived at %.3f s: %d flows, %.0f bytes", cid, now,
                   len(c.flows), spec.total_bytes)
+        self.decision[cid] = QUEUED
+        if not schedule:
+            return c, Actions()
         return c, self.reschedule(now)
 
     def get(self, cid: str) -> CoflowState:

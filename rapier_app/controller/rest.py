@@ -6,6 +6,8 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         "size_bytes": 52428800, "dst_port": 5001}],
                                         "id": optional, "weight": optional}
                                         -> 201 {"id": ..., "coflow": {...}}
+                                        (stored; decided after the reply:
+                                        coflow.decision queued|scheduled|fallback)
     GET    /rapier/v1/coflows          -> 200 {"coflows": [{...}, ...], "total": N,
                                         "offset", "limit", "next_offset"}
                                         ?limit=&offset=&state=active|done|
@@ -256,12 +258,16 @@ class RapierRestController(ControllerBase):
     @route("rapier", PREFIX + "/coflows", methods=["POST"])
     @rest_method
     def post_coflow(self, req, **_kwargs):
-        """Register a coflow and reschedule; 201 with its id and state (413 above the
-        body or flow caps, 400 for bad input)."""
+        """Register a coflow; 201 with its id and state once it is validated and
+        written to the database (413 above the body or flow caps, 400 for bad input).
+        Scheduling and rule pushes happen after the reply, in the decision worker
+        (issue 14; ``coflow.decision`` is ``queued`` until then; apps without
+        ``submit_async`` decide before replying)."""
         settings = self.app.core.settings
         body = decode_json_body(read_body(req, settings.max_body_bytes))
         check_flow_count(body, settings.max_flows_per_coflow)
-        view = self.app.submit(body)
+        submit = getattr(self.app, "submit_async", None) or self.app.submit
+        view = submit(body)
         return 201, {"id": view["id"], "coflow": view}
 
     @route("rapier", PREFIX + "/coflows", methods=["GET"])

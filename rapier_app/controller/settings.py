@@ -106,6 +106,28 @@ class Settings:
             ``--ofp-listen-host`` names another address.
         max_body_bytes: largest REST request body (bytes); larger: 413.
         max_flows_per_coflow: most flows in one ``POST /coflows``; more: 413.
+
+    Responsiveness and reconciliation (issue 14; see ``docs/operations.md``):
+
+    Attributes:
+        decision_budget_s: wall-clock budget of one scheduling decision (s), all
+            LPs of the call together (the decision worker, :mod:`.worker`); a
+            decision that takes longer puts the coflows it was deciding for the first
+            time on default forwarding (``GET /coflows/<id>``: ``decision`` is
+            ``fallback``, ``fallback`` gives the reason).
+        reconcile_interval_s: period of reading every switch's flow table back and
+            repairing differences from the controller's view (s; 0: only when a
+            switch reconnects).
+        agent_retry_min_s, agent_retry_max_s: exponential backoff of a failed agent
+            push: first retry after ``agent_retry_min_s``, doubling up to
+            ``agent_retry_max_s`` (s).
+        agent_reconcile_interval_s: period of pushing every agent its full desired
+            rate set again, whatever it was sent (s; 0: never).
+        rest_socket_timeout_s: idle timeout of one REST connection (s): a client that
+            sends nothing for this long is disconnected (eventlet.wsgi
+            ``socket_timeout``).
+        rest_max_connections: most concurrent REST connections (eventlet.wsgi
+            ``max_size``: green threads serving them).
     """
 
     scheduler: str = "rapier"
@@ -139,6 +161,14 @@ class Settings:
     ofp_host: Optional[str] = None
     max_body_bytes: int = 1 << 20
     max_flows_per_coflow: int = 1000
+    # -- responsiveness and reconciliation (issue 14) --
+    decision_budget_s: float = 2.0
+    reconcile_interval_s: float = 10.0
+    agent_retry_min_s: float = 0.5
+    agent_retry_max_s: float = 30.0
+    agent_reconcile_interval_s: float = 30.0
+    rest_socket_timeout_s: float = 30.0
+    rest_max_connections: int = 4096
 
     def validate(self) -> "Settings":
         """Check every option; return self.
@@ -191,7 +221,31 @@ class Settings:
             raise SettingsError(f"idle_fraction: must be in [0, 1), got {self.idle_fraction!r}")
         self._validate_durability()
         self._validate_security()
+        self._validate_responsiveness()
         return self
+
+    def _validate_responsiveness(self) -> None:
+        """Check the responsiveness and reconciliation options (issue 14)."""
+        def number(name: str, zero_ok: bool) -> float:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) \
+                    or not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok):
+                raise SettingsError(f"{name}: must be {'>= 0' if zero_ok else '> 0'} "
+                                    f"seconds, got {v!r}")
+            return v
+
+        for name in ("decision_budget_s", "agent_retry_min_s", "agent_retry_max_s",
+                     "rest_socket_timeout_s"):
+            number(name, False)
+        for name in ("reconcile_interval_s", "agent_reconcile_interval_s"):
+            number(name, True)
+        if self.agent_retry_max_s < self.agent_retry_min_s:
+            raise SettingsError(f"agent_retry_max_s: must be >= agent_retry_min_s "
+                                f"({self.agent_retry_min_s!r}), got {self.agent_retry_max_s!r}")
+        for name in ("rest_max_connections",):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise SettingsError(f"{name}: must be an integer >= 1, got {v!r}")
 
     def _validate_durability(self) -> None:
         """Check the durability and retention options (issue 14)."""
