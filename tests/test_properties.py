@@ -61,13 +61,6 @@ def check_run(name, spec, cfs, **kw):
                           ccts={r.coflow_id: r.cct_s for r in res.coflows})
 
 
-#: The RAPIER readings' flow events skip a waiting flexible flow whose current
-#: path's host links are full (conserve.py: "every candidate path ... leaves its
-#: source and enters its destination host (the first and last links of its current
-#: path)"), which does not hold for multi-homed hosts (fig1: S and D have two
-#: uplinks).  Known failure, pinned by the strict xfail hand tests below; fig1 is
-#: left out of their property search until conserve.py is fixed.
-MULTIHOMED_BUG = {"fig1"}
 
 
 @pytest.mark.parametrize("name", scheduler_names())
@@ -76,9 +69,6 @@ MULTIHOMED_BUG = {"fig1"}
 @given(case=cases())
 def test_every_scheduler_passes_the_checker(name, case):
     spec, cfs = case
-    if spec in MULTIHOMED_BUG and declared_level(make_scheduler(name, _TOPO[spec])) \
-            == "candidates":
-        return
     rep = check_run(name, spec, cfs)
     assert rep.ok, f"{name} on {spec}: {cfs}\n{rep.summary(10)}"
 
@@ -100,13 +90,10 @@ def test_fig1_multihomed_case_passes(name):
     assert check_run(name, "fig1", fig1_case()).ok
 
 
-@pytest.mark.xfail(strict=True, reason="conserve.WorkConservation.flow_event filters "
-                   "flexible flows by their current path's host links; with two uplinks "
-                   "per host (fig1) a free candidate path is skipped (owner of "
-                   "conserve.py: see docs/testing.md)")
 @pytest.mark.parametrize("name", ["rapier-ls", "rapier-isolated"])
 def test_fig1_multihomed_flow_event_idles(name):
-    # At 0.2424 s c2/1 (D-Md-S) finishes.  rapier-ls: c2/2 (unscheduled coflow, no
+    # Was a bug (conserve.py filtered flexible flows by their current path's host
+    # links; fixed by filtering on the hosts' access links).  At 0.2424 s c2/1 (D-Md-S) finishes.  rapier-ls: c2/2 (unscheduled coflow, no
     # rate, current path D-Mu-S blocked on Mu->S by c2/0) waits 1.6 ms while D-Md-S is
     # empty (idle 1.6 ms).  rapier-isolated: c2/0 (no rate, current path S-Md-S, S's
     # Md uplink full with c0/0) waits while S-Mu-S is empty, 77.6 ms then 4 ms (idle

@@ -75,6 +75,12 @@ class WorkConservation:
             j's candidate paths and their link indices (called only for flexible
             flows that are visited).
         order, fallback, info: copied into every :class:`Schedule` it returns.
+        access: optional ``access(host) -> (uplinks, downlinks)`` (link indices of
+            the host's outgoing and incoming links): a flexible flow is visited
+            while one of its source's uplinks and one of its destination's downlinks
+            has room.  Without it the flow's current first and last link are used,
+            exact only where every host has one access link (fat-tree, VL2,
+            leaf-spine, big switch; not Fig. 1's dual-homed hosts).
 
     Raises:
         ValueError: the per-flow sequences differ in length.
@@ -89,7 +95,9 @@ class WorkConservation:
                  flexible: Optional[np.ndarray] = None,
                  candidates: Optional[Callable[[int], Tuple[list, list]]] = None,
                  order: Optional[List[str]] = None, fallback: Optional[dict] = None,
-                 info: Optional[dict] = None):
+                 info: Optional[dict] = None,
+                 access: Optional[Callable[[str], Tuple[Sequence[int], Sequence[int]]]]
+                 = None):
         n = len(flows)
         if not (len(paths) == len(links) == len(rates) == n):
             raise ValueError(f"WorkConservation: {n} flows, {len(paths)} paths, "
@@ -114,6 +122,8 @@ class WorkConservation:
         if self.flexible.any() and candidates is None:
             raise ValueError("WorkConservation: flexible flows need candidates")
         self.candidates = candidates
+        self.access = access
+        self._ends: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self.alive = np.ones(n, dtype=bool)
         self._gidx = {id(f): i for i, f in enumerate(self.flows)}
         # the survivors in output order (compacted as flows finish) and their
@@ -217,11 +227,12 @@ class WorkConservation:
             room = np.zeros(0, dtype=bool)
         flex = self.flexible & alive
         if flex.any():
-            # every candidate path of a flow leaves its source and enters its
-            # destination host (the first and last links of its current path): if
-            # either is full, no candidate has room
-            ends = self.starts + self.lens - 1
-            flex &= (res[self.lidx[self.starts]] > 0) & (res[self.lidx[ends]] > 0)
+            # every candidate path of a flow leaves its source over one of the
+            # source host's uplinks and enters its destination over one of its
+            # downlinks: if all of either are full, no candidate has room
+            fi, up, down = self._access_ends()
+            ok = (res[up].max(axis=1) > 0) & (res[down].max(axis=1) > 0)
+            flex[fi[~ok]] = False
         want = (room | flex) & alive
         sel = self.visit[want[self.visit]]
         if sel.size:
@@ -270,6 +281,40 @@ class WorkConservation:
                                      self.rates[self.out_idx],
                                      order=self.order, fallback=self.fallback, info=self.info,
                                      tuple_paths=True)
+
+    def _access_ends(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the flows flexible at construction: their indices (int64, shape (m,))
+        and padded matrices of their source host's uplinks and destination host's
+        downlinks (link indices, shape (m, a); rows padded by repeating their first
+        entry).  Without an ``access`` callable a flow's current first and last link
+        stand for them (exact on fabrics whose hosts have one access link)."""
+        if self._ends is not None:
+            return self._ends
+        fi = np.flatnonzero(self.flexible)
+        if self.access is None:
+            up = self.lidx[self.starts[fi]][:, None]
+            down = self.lidx[(self.starts + self.lens - 1)[fi]][:, None]
+        else:
+            memo: dict = {}
+            ups, downs = [], []
+            for j in fi.tolist():
+                f = self.flows[j]
+                for host, out, pick in ((f.src, ups, 0), (f.dst, downs, 1)):
+                    a = memo.get(host)
+                    if a is None:
+                        a = memo[host] = tuple(tuple(int(x) for x in v)
+                                               for v in self.access(host))
+                    out.append(a[pick])
+            def pad(rows):
+                w = max((len(r) for r in rows), default=1)
+                m = np.empty((len(rows), w), dtype=np.int64)
+                for i, r in enumerate(rows):
+                    m[i, :len(r)] = r
+                    m[i, len(r):] = r[0]
+                return m
+            up, down = pad(ups), pad(downs)
+        self._ends = (fi, up, down)
+        return self._ends
 
     def _set_links(self, j: int, ls: Sequence[int]) -> None:
         """Flow ``j`` takes a path with links ``ls`` (same hop count as before in every

@@ -65,7 +65,19 @@ class Alg3Mixin:
         links = [self._path_links(p) for p in paths_out]
         return WorkConservation(self.topology.capacity, out_cof, flows_out, paths_out, links,
                                 rates, visit, flexible, candidates, order=order,
-                                fallback=fallback, info=info)
+                                fallback=fallback, info=info, access=self._access_links)
+
+    def _access_links(self, host: str) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+        """Link indices of ``host``'s uplinks and downlinks (its edges in the
+        topology graph), cached per host; for :class:`WorkConservation`."""
+        memo = self.__dict__.setdefault("_access_memo", {})
+        got = memo.get(host)
+        if got is None:
+            g = self.topology.graph
+            pl = self.topology.path_links
+            got = memo[host] = (tuple(pl((host, v))[0] for v in g.successors(host)),
+                                tuple(pl((u, host))[0] for u in g.predecessors(host)))
+        return got
 
     def _distribute_bandwidth(self, active: Sequence[CoflowState], plans: Dict[str, CoflowPlan],
                               fallback: Dict[str, str], residual: np.ndarray,
