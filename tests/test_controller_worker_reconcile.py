@@ -1,0 +1,336 @@
+"""Issue 14, responsiveness and reconciliation: the decision worker (POST returns
+before the scheduler runs, queued submissions decided together, the decision budget),
+switch reconciliation (a missing, a wrong-port and a stale rule repaired in one
+round), agent push backoff, and /health under 200 idle sockets on the real
+``ryu-manager``.
+
+The in-process tests reuse the fake switches of ``test_controller_barrier`` (they
+apply the OpenFlow messages they receive and answer barriers when told).
+"""
+
+import json
+import os
+import queue
+import select
+import socket
+import subprocess
+import time
+from types import SimpleNamespace
+
+import pytest
+from webob import Request
+
+from enforcement import client
+from rapier_app.controller import reconcile
+from rapier_app.controller.core import COOKIE_TAG, FlowRule
+from rapier_app.controller.pushes import PushBook
+from rapier_app.controller.worker import DecisionWorker
+from ryu.app.wsgi import WSGIApplication
+from ryu.ofproto import ofproto_v1_3 as ofp
+from ryu.ofproto import ofproto_v1_3_parser as parser
+
+from test_controller_barrier import connect, flow, make_app  # noqa: I100
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MB = 1 << 20
+
+
+def rest_app(**kw):
+    import rapier_app.controller as controller_pkg
+    from rapier_app.controller.core import Settings
+
+    wsgi = WSGIApplication()
+    opts = dict(scheduler="rapier", topology="leafspine:3,3,3", agent_url="", state_db="")
+    opts.update(kw)
+    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(**opts))
+    app.wsgi = wsgi
+    return app
+
+
+def call(app, method, path, body=None):
+    req = Request.blank(path, method=method,
+                        body=b"" if body is None else json.dumps(body).encode(),
+                        headers={"Content-Type": "application/json"})
+    resp = req.get_response(app.wsgi)
+    return resp.status_int, json.loads(resp.body)
+
+
+def stats_of(dp):
+    """The fake switch's table as OFPFlowStats-like entries (what a read-back gives)."""
+    out = []
+    for (prio, match), (cookie, actions) in dp.table.items():
+        acts = [parser.OFPActionGroup(a) if k == "group" else
+                parser.OFPActionOutput(ofp.OFPP_CONTROLLER if k == "controller" else a)
+                for k, a in actions]
+        out.append(SimpleNamespace(priority=prio, cookie=cookie, match=parser.OFPMatch(**dict(match)),
+                                   instructions=[SimpleNamespace(actions=acts)],
+                                   byte_count=0, packet_count=0))
+    return out
+
+
+def read_back(app, dp):
+    """Answer the flow-stats request the poller sent to ``dp`` with its table."""
+    msg = SimpleNamespace(datapath=dp, body=stats_of(dp), flags=0)
+    app.flow_stats_reply(SimpleNamespace(msg=msg))
+
+
+def want_view(app, dpid):
+    return {(r.priority, tuple(r.match)): (r.cookie, r.actions)
+            for r in app.core.switch_want(dpid)}
+
+
+# -- reconcile.diff_table (pure) --------------------------------------------------------
+def _rule(port, tcp=5001, flow_id="c1/0"):
+    match = (("eth_type", 0x0800), ("ip_proto", 6), ("ipv4_src", "10.0.0.1"),
+             ("ipv4_dst", "10.0.0.5"), ("tcp_dst", tcp))
+    return FlowRule(7, 100, match, (("output", port),), COOKIE_TAG | 2, "add", flow_id)
+
+
+def test_diff_table_counts_missing_wrong_and_stale_and_ignores_match_order():
+    a, b, c = _rule(1, 5001, "a"), _rule(2, 5002, "b"), _rule(3, 5003, "c")
+    have = [
+        # a: same rule, match fields reported in another order -> no difference
+        reconcile.Entry(100, tuple(reversed(a.match)), a.actions, a.cookie),
+        # b: wrong output port
+        reconcile.Entry(100, b.match, (("output", 9),), b.cookie),
+        # stale: tcp 6000 is not wanted
+        reconcile.Entry(100, _rule(4, 6000).match, (("output", 4),), COOKIE_TAG | 9),
+    ]
+    rep = reconcile.diff_table(7, [a, b, c], have)
+    assert (rep.missing, rep.wrong, rep.stale, rep.differences) == (1, 1, 1, 3)
+    assert [(r.command, dict(r.match)["tcp_dst"]) for r in rep.rules] == \
+        [("add", 5002), ("add", 5003), ("delete", 6000)]
+    assert rep.rules[0].actions == (("output", 2),)
+    # a matching table needs nothing
+    same = [reconcile.Entry(r.priority, r.match, r.actions, r.cookie) for r in (a, b, c)]
+    assert reconcile.diff_table(7, [a, b, c], same).rules == []
+    # another cookie on the same entry is wrong too (MODIFY_STRICT cannot fix it)
+    other = [reconcile.Entry(100, a.match, a.actions, COOKIE_TAG | 5)]
+    assert reconcile.diff_table(7, [a], other).wrong == 1
+
+
+def test_entry_from_stats_reads_ryu_actions():
+    st = SimpleNamespace(priority=20, cookie=COOKIE_TAG | 1,
+                         match=parser.OFPMatch(eth_type=0x0806),
+                         instructions=[SimpleNamespace(actions=[
+                             parser.OFPActionOutput(ofp.OFPP_CONTROLLER),
+                             parser.OFPActionGroup(4), parser.OFPActionOutput(3)])])
+    e = reconcile.entry_from_stats(st)
+    assert e == reconcile.Entry(20, (("eth_type", 0x0806),),
+                                (("controller", 0), ("group", 4), ("output", 3)), COOKIE_TAG | 1)
+
+
+# -- reconciliation through the app and the fake switches --------------------------------
+def test_missing_wrong_port_and_stale_rules_are_repaired_in_one_round():
+    app = make_app(reconcile_interval_s=0.0)
+    sw = connect(app)
+    for dp in sw.values():
+        dp.answer()
+    app.submit({"flows": [flow("h1", "h5", 50 * MB, 5001), flow("h2", "h6", 50 * MB, 5002)]})
+    for dp in sw.values():
+        dp.answer()
+    # h1 -> h5 crosses l1, a spine, l2; both flows have rules on the spine they use
+    rules = {}
+    for (dpid, fid), r in app.core.desired.items():
+        rules.setdefault(fid, {})[dpid] = r
+    f0 = app.core.coflows["c1"].flows[0]
+    spine = f0.path[2]
+    dp_spine = sw[spine]
+    dp_l1 = sw[f0.path[1]]
+    r_first = rules[f0.flow_id][dp_l1.id]
+    r_spine = rules[f0.flow_id][dp_spine.id]
+    # break the switches behind the controller's back
+    del dp_l1.table[(r_first.priority, r_first.match)]                       # missing
+    wrong_port = next(p for p in (1, 2, 3, 4, 5) if ("output", p) not in r_spine.actions)
+    dp_spine.table[(r_spine.priority, r_spine.match)] = (r_spine.cookie,
+                                                         (("output", wrong_port),))  # wrong
+    stale_match = tuple(_rule(1, 7777).match)
+    dp_spine.table[(100, stale_match)] = (COOKIE_TAG | 999, (("output", 1),))   # stale
+    assert dp_l1.table != want_view(app, dp_l1.id)
+    # one round: the poller reads every switch back (on reconnect they were due)
+    for dp in sw.values():
+        dp.log.clear()
+    app.poll_once()
+    for dp in sw.values():
+        reqs = [m for m in dp.log if isinstance(m, parser.OFPFlowStatsRequest)]
+        assert len(reqs) == 1 and (reqs[0].cookie, reqs[0].cookie_mask) == \
+            (COOKIE_TAG, 0xFFFF << 48)
+        read_back(app, dp)
+    for dp in sw.values():
+        dp.answer()
+    counts = app.core.reconcile_counts
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (1, 1, 1)
+    assert counts["rounds"] == len(sw) and counts["skipped"] == 0
+    for dp in sw.values():
+        assert dp.table == want_view(app, dp.id), dp.id
+        assert app.core.ledger.pending(dp.id) == 0
+    assert app.core.schedule_view()["reconcile"]["stale"] == 1
+    # a second round finds nothing
+    app._reconcile_due |= set(sw_dp.id for sw_dp in sw.values())
+    app.poll_once()
+    for dp in sw.values():
+        read_back(app, dp)
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (1, 1, 1)
+
+
+def test_round_is_skipped_while_rules_are_in_flight():
+    app = make_app(reconcile_interval_s=0.0)
+    sw = connect(app)  # the install's barriers are not answered yet
+    app.poll_once()
+    for dp in sw.values():
+        read_back(app, dp)
+    counts = app.core.reconcile_counts
+    assert counts["rounds"] == 0 and counts["skipped"] == len(sw)
+    for dp in sw.values():  # nothing sent to repair a table still being filled
+        assert not [m for m in dp.log if isinstance(m, parser.OFPFlowMod)
+                    and m.command == ofp.OFPFC_DELETE_STRICT]
+    assert app._reconcile_due == {dp.id for dp in sw.values()}  # retried next round
+
+
+# -- the decision worker ------------------------------------------------------------------
+def test_post_returns_before_the_decision_and_queued_posts_share_one_decision():
+    app = rest_app()
+    app.worker.running = True  # as after start(): POST only queues
+    dps = connect(app)
+    for dp in dps.values():
+        dp.answer()
+        dp.log.clear()
+    before = app.core.schedule_count
+    ids = []
+    for i, (s, d) in enumerate([("h1", "h5"), ("h2", "h6"), ("h3", "h9")]):
+        st, body = call(app, "POST", "/rapier/v1/coflows",
+                        {"flows": [flow(s, d, 10 * MB, 6000 + i)]})
+        assert st == 201 and body["coflow"]["decision"] == "queued"
+        assert body["coflow"]["flows"][0]["path"] is None
+        ids.append(body["id"])
+    assert app.core.schedule_count == before
+    assert all(dp.log == [] for dp in dps.values())  # no rule sent from the handler
+    assert app.worker.backlog() == 3
+    assert app.worker.run_once(block=False) == ids
+    assert app.core.schedule_count == before + 1  # one decision for the three
+    assert app.worker.stats()["largest_batch"] == 3 and app.worker.backlog() == 0
+    for cid in ids:
+        st, c = call(app, "GET", f"/rapier/v1/coflows/{cid}")
+        assert c["decision"] == "scheduled" and c["flows"][0]["path"] is not None
+    assert sum(isinstance(m, parser.OFPFlowMod) for dp in dps.values() for m in dp.log) \
+        == len(app.core.desired)
+    assert app.worker.run_once(block=False) == []  # empty queue: no decision
+
+
+def test_decision_over_budget_puts_the_new_coflow_on_default_forwarding():
+    app = rest_app(decision_budget_s=2.0)
+    connect(app)
+    st, first = call(app, "POST", "/rapier/v1/coflows", {"flows": [flow("h1", "h5")]})
+    assert first["coflow"]["decision"] == "scheduled"
+    ticks = iter([0.0, 3.5])  # the next scheduler call takes 3.5 s of wall clock
+    app.core.wall_clock = lambda: next(ticks)
+    st, body = call(app, "POST", "/rapier/v1/coflows", {"flows": [flow("h2", "h6")]})
+    assert st == 201
+    c = body["coflow"]
+    assert c["decision"] == "fallback" and "decision budget exceeded" in c["fallback"]
+    assert "3.500 s > decision_budget_s 2 s" in c["fallback"]
+    assert c["flows"][0]["path"] is None
+    # default forwarding: only the counting rule on the first hop
+    fid = c["flows"][0]["flow_id"]
+    assert [d for (d, f) in app.core.desired if f == fid] == \
+        [app.core.tracks[fid].first_dpid]
+    # the coflow decided before keeps its paths
+    st, old = call(app, "GET", f"/rapier/v1/coflows/{first['id']}")
+    assert old["decision"] == "scheduled" and old["flows"][0]["path"] is not None
+    assert app.core.budget_exceeded == 1
+
+
+def test_worker_batches_and_survives_a_failed_decision():
+    seen = []
+
+    def decide(ids):
+        seen.append(list(ids))
+        if ids == ["boom"]:
+            raise RuntimeError("solver exploded")
+
+    w = DecisionWorker(queue.Queue(), queue.Empty, decide)
+    for cid in ("a", "b", "c"):
+        w.put(cid)
+    assert w.run_once() == ["a", "b", "c"] and seen == [["a", "b", "c"]]
+    w.put("boom")
+    with pytest.raises(RuntimeError):
+        w.run_once()
+    assert (w.decisions, w.submissions, w.largest_batch) == (2, 4, 3)
+
+
+# -- agent push backoff ------------------------------------------------------------------
+def test_agent_push_backoff_doubles_up_to_the_cap_and_resets():
+    book = PushBook(lambda h: f"unix:/tmp/{h}.sock")
+    lim = {"flow_id": "c1/0", "src_ip": "10.0.0.1", "dst_ip": "10.0.0.5", "proto": "tcp",
+           "dst_port": 5001, "rate_bps": 1000}
+    assert len(book.update({"h1": [lim]})) == 1
+    delays = [book.failed("h1", 10.0, 0.5, 1.5) for _ in range(4)]
+    assert delays == [0.5, 1.0, 1.5, 1.5]
+    assert book.retry(11.4) == []          # due at 10.0 + 1.5
+    (again,) = book.retry(11.5)
+    assert again.flows == [lim]
+    book.succeeded("h1")
+    assert book.failed("h1", 20.0, 0.5, 1.5) == 0.5
+    # the periodic full push repeats the set even when nothing changed
+    book.update({"h1": [lim]})
+    assert [(p.host, p.flows) for p in book.push_all()] == [("h1", [lim])]
+
+
+# -- /health under idle sockets on the real ryu-manager ----------------------------------
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_health_answers_within_2_s_with_200_idle_sockets_and_idle_ones_are_closed(tmp_path):
+    rest_port, of_port = _free_port(), _free_port()
+    conf = tmp_path / "c.conf"
+    conf.write_text("[rapier]\ntopology = leafspine:2,2,2\nscheduler = baseline\n"
+                    "agent_url =\nstate_db = off\nrest_socket_timeout_s = 3\n")
+    ryu = subprocess.Popen([os.path.join(REPO, ".venv", "bin", "ryu-manager"),
+                            "--config-file", str(conf), "--wsapi-port", str(rest_port),
+                            "--ofp-tcp-listen-port", str(of_port), "rapier_app.controller"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(tmp_path))
+    base = f"http://127.0.0.1:{rest_port}"
+    idle = []
+    try:
+        for _ in range(150):
+            try:
+                if client.request(base, "GET", "/rapier/v1/health", timeout=1)[0] == 200:
+                    break
+            except OSError:
+                if ryu.poll() is not None:
+                    pytest.fail(f"ryu-manager exited: {ryu.stdout.read().decode()[-2000:]}")
+                time.sleep(0.2)
+        else:
+            pytest.fail("controller REST did not answer within 30 s")
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", rest_port), timeout=5)
+            s.sendall(b"GET /rapier/v1/health HTTP/1.1\r\nHost: x\r\n")  # never finished
+            idle.append(s)
+        t0 = time.monotonic()
+        st, body = client.request(base, "GET", "/rapier/v1/health", timeout=2)
+        assert st == 200 and body["ok"] is True
+        assert time.monotonic() - t0 < 2.0
+        # rest_socket_timeout_s = 3: the server closes the idle connections
+        time.sleep(4.0)
+        ready, _, _ = select.select(idle, [], [], 2.0)
+        closed = 0
+        for s in ready:
+            s.setblocking(False)
+            try:
+                closed += s.recv(1024) == b""
+            except ConnectionResetError:
+                closed += 1
+            except BlockingIOError:
+                pass
+        assert closed == 200
+    finally:
+        for s in idle:
+            s.close()
+        ryu.terminate()
+        try:
+            ryu.wait(10)
+        except subprocess.TimeoutExpired:
+            ryu.kill()
