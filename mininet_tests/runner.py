@@ -501,15 +501,31 @@ class Emulation:
         self._logs = []
 
     # -- REST helpers --------------------------------------------------------------
-    def submit(self, body: dict) -> dict:
+    def submit(self, body: dict, wait_decided_s: float = 10.0) -> dict:
         """POST a coflow to the controller; returns the reply.
 
+        The controller answers 201 once the coflow is stored and decides after the
+        reply (its decision worker, issue 14: ``coflow.decision`` is ``queued`` until
+        then); with ``wait_decided_s`` > 0 this polls ``GET /coflows/<id>`` every 10 ms
+        until the decision is taken (rules and rates sent), as the POST used to.
+
         Raises:
-            EmulationError: not 201.
+            EmulationError: not 201, or still queued after ``wait_decided_s``.
         """
         st, obj = client.request(self.rest, "POST", REST_PREFIX + "/coflows", body, timeout=30)
         if st != 201:
             raise EmulationError(f"POST /coflows {body.get('id')}: {st} {obj}")
+        if wait_decided_s > 0 and obj.get("coflow", {}).get("decision") == "queued":
+            deadline = time.time() + wait_decided_s
+            while True:
+                view = self.coflow_state(obj["id"])
+                if view is not None and view.get("decision") != "queued":
+                    obj = {"id": obj["id"], "coflow": view}
+                    break
+                if time.time() > deadline:
+                    raise EmulationError(f"coflow {obj['id']} still queued after "
+                                         f"{wait_decided_s} s")
+                time.sleep(0.01)
         return obj
 
     def coflow_state(self, cid: str) -> Optional[dict]:
