@@ -1,0 +1,133 @@
+"""POST and /health latency of a real ``ryu-manager`` while N clients submit coflows.
+
+Issue 14, responsiveness: the POST returns once the coflow is stored (the decision
+worker schedules after the reply), so its latency no longer grows with the scheduler's
+work; ``/health`` is asked every 50 ms meanwhile.  No switches are connected (rules for
+absent switches are skipped; the scheduler still runs every decision).
+
+Usage::
+
+    .venv/bin/python benchmarks/controller_post_latency.py --clients 4 --per-client 50 \\
+        --topology fattree:4
+
+Prints POST and health latency percentiles (s), and the decision worker's counters
+from ``GET /rapier/v1/schedule`` (decisions, budget_exceeded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from enforcement import client  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def main(argv=None) -> int:
+    """Run the measurement; returns the exit status (0 ok, 1 a request failed)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--per-client", type=int, default=50)
+    ap.add_argument("--topology", default="fattree:4")
+    ap.add_argument("--scheduler", default="rapier")
+    args = ap.parse_args(argv)
+    rest_port, of_port = _free_port(), _free_port()
+    tmp = tempfile.mkdtemp(prefix="rapier-lat-")
+    conf = os.path.join(tmp, "c.conf")
+    with open(conf, "w") as fh:
+        fh.write(f"[rapier]\ntopology = {args.topology}\nscheduler = {args.scheduler}\n"
+                 f"agent_url =\nstate_db = {tmp}/db.sqlite3\n")
+    ryu = subprocess.Popen([os.path.join(REPO, ".venv", "bin", "ryu-manager"), "--config-file",
+                            conf, "--wsapi-port", str(rest_port), "--ofp-tcp-listen-port",
+                            str(of_port), "rapier_app.controller"], cwd=tmp,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{rest_port}"
+    try:
+        for _ in range(150):
+            try:
+                if client.request(base, "GET", "/rapier/v1/health", timeout=1)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            print("controller did not start", file=sys.stderr)
+            return 1
+        hosts = client.request(base, "GET", "/rapier/v1/topology")[1]["hosts"]
+        names = [h["name"] for h in hosts]
+        post_lat, health_lat, failures = [], [], []
+        done = threading.Event()
+
+        def worker(k):
+            rnd = random.Random(k)
+            for i in range(args.per_client):
+                s, d = rnd.sample(names, 2)
+                body = {"id": f"b{k}-{i}", "flows": [
+                    {"src": s, "dst": d, "size_bytes": rnd.randint(1, 100) << 20,
+                     "dst_port": 10000 + 1000 * k + i}]}
+                t = time.perf_counter()
+                st, _ = client.request(base, "POST", "/rapier/v1/coflows", body, timeout=60)
+                post_lat.append(time.perf_counter() - t)
+                if st != 201:
+                    failures.append(st)
+
+        def health():
+            while not done.is_set():
+                t = time.perf_counter()
+                st, _ = client.request(base, "GET", "/rapier/v1/health", timeout=30)
+                health_lat.append(time.perf_counter() - t)
+                time.sleep(0.05)
+
+        h = threading.Thread(target=health)
+        h.start()
+        t0 = time.perf_counter()
+        ts = [threading.Thread(target=worker, args=(k,)) for k in range(args.clients)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        wall = time.perf_counter() - t0
+        time.sleep(1.0)
+        done.set()
+        h.join()
+        sched = client.request(base, "GET", "/rapier/v1/schedule", timeout=30)[1]
+        print(f"{args.clients} clients x {args.per_client} POSTs on {args.topology} "
+              f"({args.scheduler}): {wall:.1f} s, failures {failures}")
+        print(f"POST   p50 {statistics.median(post_lat):.4f} s  p99 {_pct(post_lat, .99):.4f} s  "
+              f"max {max(post_lat):.4f} s")
+        print(f"health p50 {statistics.median(health_lat):.4f} s  p99 "
+              f"{_pct(health_lat, .99):.4f} s  max {max(health_lat):.4f} s "
+              f"({len(health_lat)} requests)")
+        print(f"decisions {sched['count']}, queued {sched.get('queued')}, budget_exceeded "
+              f"{sched.get('budget_exceeded')}, last solve {sched['solve_s']:.4f} s")
+        return 1 if failures else 0
+    finally:
+        ryu.terminate()
+        try:
+            ryu.wait(10)
+        except subprocess.TimeoutExpired:
+            ryu.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
