@@ -108,19 +108,16 @@ class Scheduler:
         self._sent_arr = sent
 
     def candidates(self, flow: FlowState) -> List[tuple]:
-        """Candidate paths of ``flow`` (the ECMP set, capped at ``max_paths``), cached per
-        (src, dst) pair.
+        """Candidate paths of ``flow`` (the ECMP set, capped at ``max_paths``), from the
+        per-topology cache every scheduler shares
+        (:func:`~rapier_app.scheduling.pathcache.pair_paths`).
 
         Raises:
             TopologyError: unknown host or no path.
         """
-        key = (flow.src, flow.dst)
-        cache = self.__dict__.setdefault("_candidates_cache", {})
-        paths = cache.get(key)
-        if paths is None:
-            paths = self.topology.candidate_paths(flow.src, flow.dst, self.max_paths)
-            cache[key] = paths
-        return paths
+        from .pathcache import pair_paths
+
+        return pair_paths(self.topology, flow.src, flow.dst, self.max_paths).paths
 
     def ecmp_path(self, flow: FlowState) -> tuple:
         """ECMP: a deterministic, seeded hash of the flow over its equal-cost paths.

@@ -22,6 +22,7 @@ from topologies import Topology
 from ..core.model import Allocation, CoflowState, FlowState, Schedule
 from .base import Scheduler, SchedulerError, max_min_fair, max_min_fair_flat, register
 from .conserve import WorkConservation
+from .pathcache import pair_paths
 
 BITS = 8.0
 
@@ -266,23 +267,17 @@ class RoutingOnly(_Routed):
             order = sorted(range(len(new)),
                            key=lambda i: (pos.get(new[i].coflow_id, len(coflows)),
                                           -new[i].remaining_bytes, new[i].flow_id))
-            # per (src, dst): the candidates' links as a padded matrix (sentinel link
-            # L: zero load, infinite capacity) so a flow's costs are one array op
+            # per (src, dst): the candidates' links as the shared padded matrix
+            # (pathcache: sentinel link L, zero load, infinite capacity) so a flow's
+            # costs are one array op
             load = np.append(load, 0.0)
             capx = np.append(topo.capacity, np.inf)
-            mats = self.__dict__.setdefault("_cand_mats", {})
             for i in order:
                 f = new[i]
                 v = f.remaining_bytes * BITS
-                cands = self.candidates(f)
-                key = (f.src, f.dst)
-                M = mats.get(key)
-                if M is None:
-                    rows = [topo.path_links(p) for p in cands]
-                    M = np.full((len(rows), max(map(len, rows))), L, dtype=np.int64)
-                    for r, ls in enumerate(rows):
-                        M[r, :len(ls)] = ls
-                    mats[key] = M
+                pp = pair_paths(topo, f.src, f.dst, self.max_paths)
+                cands = pp.paths
+                M = pp.padded
                 costs = ((load[M] + v) / capx[M]).max(axis=1).tolist()
                 # first candidate strictly (1e-12) better than every earlier one
                 b, best_cost = 0, costs[0]

@@ -98,7 +98,6 @@ from __future__ import annotations
 
 import math
 import operator
-import weakref
 from itertools import compress
 from typing import Dict, List, Optional, Sequence
 
@@ -115,11 +114,10 @@ from .rapier_alg3 import Alg3Mixin
 from .rapier_lp import (BITS, MEGA, Commodities, LP4Structure, LPError,  # noqa: F401
                         _solve, alpha_from_load, fixed_route_alpha, lp4_commodities,
                         route_load, solve_lp4, solve_lp4_aggregated, solve_lp4_reference)
-from .rapier_plan import _MAND_CACHE, _SENT, CoflowPlan, _CoflowArrays  # noqa: F401
+from .rapier_plan import _SENT, CoflowPlan, _CoflowArrays  # noqa: F401
+from .pathcache import pair_paths, path_link_tuple
 from .rapier_round import RoundingMixin
 
-#: topology -> {(src, dst, max_paths): (paths, link matrix)}; topologies are frozen.
-_PAIR_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @register("rapier")
@@ -215,7 +213,6 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         if not self.incremental:
             self.reads_progress = True  # every call is a full pass: fresh counters
         self._wc: Optional[WorkConservation] = None
-        self._plinks: Dict[tuple, tuple] = {}
         if delta_s < 0:
             raise SchedulerError(f"delta_s: must be >= 0, got {delta_s}")
         if lp_time_limit_s is not None and lp_time_limit_s <= 0:
@@ -236,25 +233,17 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         # coflow_id -> _CoflowArrays of its active flows (candidate paths, link
         # matrices, sizes, LP4Structure), valid while the active flows are the same.
         self._carr: Dict[str, _CoflowArrays] = {}
-        # (src, dst, max_paths) -> (candidate paths, 2-D link-index array or None if
-        # ragged); shared by every RAPIER instance on the same topology object.
-        self._cand: Dict[tuple, tuple] = _PAIR_CACHE.setdefault(topology, {})
         self.stats = {"lp_solves": 0, "lp_build_s": 0.0, "lp_solve_s": 0.0, "passes": 0,
                       "lp_reused": 0, "wc_passes": 0, "lb_skips": 0}
 
     # -- helpers --------------------------------------------------------------------
     def _candidates(self, f: FlowState) -> tuple:
         """(candidate paths, link matrix paths x hops or None if the paths differ in
-        length) of a flow, cached per (src, dst) pair."""
-        key = (f.src, f.dst, self.max_paths)
-        got = self._cand.get(key)
-        if got is None:
-            ps = self.candidates(f)
-            arrs = [self.topology.path_links(p) for p in ps]
-            mat = np.array(arrs, dtype=np.int64) if len({len(a) for a in arrs}) == 1 else None
-            got = (ps, mat)
-            self._cand[key] = got
-        return got
+        length, the pair's entry) of a flow: from the shared
+        :class:`~rapier_app.scheduling.pathcache.PairPaths` of its (src, dst) pair
+        (``paths`` and the unpadded ``mat``)."""
+        pp = pair_paths(self.topology, f.src, f.dst, self.max_paths)
+        return pp.paths, pp.mat, pp
 
     # -- per-coflow arrays ----------------------------------------------------------
     def _coflow_arrays(self, coflow: CoflowState) -> "_CoflowArrays":
@@ -419,10 +408,6 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         for d in (self._last_served, self._full_routes, self._carr):
             for cid in [k for k in d if k not in live]:
                 del d[cid]
-        if len(self._cand) > 200_000:  # bound memory on huge fabrics
-            self._cand.clear()
-        if len(self._plinks) > 500_000:
-            self._plinks.clear()
 
         def wait(c: CoflowState) -> float:
             return now - self._last_served.get(c.coflow_id, c.arrival_s)
@@ -566,12 +551,9 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
             reserved[plan.load_links] += plan.load_bits
 
     def _path_links(self, p: tuple) -> tuple:
-        """Link indices of path ``p`` as a tuple of ints (cached per path)."""
-        ls = self._plinks.get(p)
-        if ls is None:
-            ls = tuple(self.topology.path_links(p).tolist())
-            self._plinks[p] = ls
-        return ls
+        """Link indices of path ``p`` as a tuple of ints (the shared
+        :func:`~rapier_app.scheduling.pathcache.path_link_tuple` cache)."""
+        return path_link_tuple(self.topology, p)
 
     def _plan_or_fallback(self, c: CoflowState, residual: np.ndarray,
                           fallback: Dict[str, str], pending: list,

@@ -9,7 +9,6 @@ times.
 from __future__ import annotations
 
 import operator
-import weakref
 from dataclasses import dataclass
 from itertools import compress
 from typing import Dict, List, Optional, Tuple
@@ -19,10 +18,6 @@ import numpy as np
 from topologies import Topology
 
 from ..core.model import FlowState
-
-#: topology -> {id(candidate list): (candidate list, links all its paths cross)}
-_MAND_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
 
 @dataclass
 class CoflowPlan:
@@ -74,7 +69,9 @@ class _CoflowArrays:
 
     Attributes: ``act`` (the active-flow list it was built from), ``flows``, ``fids``,
     ``n``, ``sizes`` (bytes), ``cand`` and ``mats`` (per flow: candidate paths and
-    their (paths x hops) link matrix, None if ragged), ``uniform_mats``, ``all_links``
+    their (paths x hops) link matrix, None if ragged), ``pairs`` (per flow, the shared
+    :class:`~rapier_app.scheduling.pathcache.PairPaths` they come from),
+    ``uniform_mats``, ``all_links``
     (every candidate link, sorted), ``fid_rank`` (rank of each flow id in sorted
     order, for Algorithm 3's tie-break), ``n_cand`` (candidate paths in all),
     ``struct`` (the :class:`LP4Structure`, once built).
@@ -82,7 +79,7 @@ class _CoflowArrays:
 
     __slots__ = ("act", "fids", "flows", "n", "sizes", "cand", "mats", "uniform_mats",
                  "all_links", "fid_rank", "n_cand", "struct", "topo", "_room", "comm",
-                 "_mand")
+                 "_mand", "pairs")
 
     def __init__(self, act: List[FlowState], fids: tuple, cinfo: Optional[list],
                  topo: Topology, _from: Optional[tuple] = None):
@@ -95,10 +92,11 @@ class _CoflowArrays:
             self.sizes = np.array([f.spec.size_bytes for f in act], dtype=float)
             self.cand = [ci[0] for ci in cinfo]
             self.mats = [ci[1] for ci in cinfo]
+            self.pairs = [ci[2] for ci in cinfo]
             rank = np.empty(n, dtype=np.int64)
             rank[sorted(range(n), key=fids.__getitem__)] = np.arange(n)
         else:
-            self.sizes, self.cand, self.mats, old_rank = _from
+            self.sizes, self.cand, self.mats, self.pairs, old_rank = _from
             rank = np.empty(n, dtype=np.int64)
             rank[np.argsort(old_rank, kind="stable")] = np.arange(n)
         self.fid_rank = rank
@@ -118,7 +116,8 @@ class _CoflowArrays:
         m = np.array(keep, dtype=bool)
         return _CoflowArrays(act, fids, None, self.topo,
                              (self.sizes[m], list(compress(self.cand, keep)),
-                              list(compress(self.mats, keep)), self.fid_rank[m]))
+                              list(compress(self.mats, keep)), list(compress(self.pairs, keep)),
+                              self.fid_rank[m]))
 
     def route_arrays(self, routes: Dict[str, tuple], topo: Topology) -> tuple:
         """(paths per flow, their link indices concatenated, links per path)."""
@@ -145,21 +144,8 @@ class _CoflowArrays:
         bound on any routing's load there."""
         if self._mand is None:
             ent_flow, ent_link = [], []
-            cache = _MAND_CACHE.setdefault(self.topo, {})
-            for j, (ps, m) in enumerate(zip(self.cand, self.mats)):
-                got = cache.get(id(ps))
-                if got is None or got[0] is not ps:
-                    if m is None:
-                        sets = [set(self.topo.path_links(p).tolist()) for p in ps]
-                        common = sorted(set.intersection(*sets)) if sets else []
-                    else:
-                        common = [int(x) for x in np.unique(m[0])
-                                  if (m == x).any(axis=1).all()]
-                    got = (ps, common)
-                    if len(cache) > 200_000:
-                        cache.clear()
-                    cache[id(ps)] = got
-                common = got[1]
+            for j, pp in enumerate(self.pairs):
+                common = pp.common  # cached per pair (pathcache)
                 ent_flow.extend([j] * len(common))
                 ent_link.extend(common)
             self._mand = (np.array(ent_flow, dtype=np.int64),

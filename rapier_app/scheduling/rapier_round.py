@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.model import FlowState
+from .pathcache import pad_rows, pair_paths
 from .rapier_lp import LP4Structure, lp4_commodities, route_load, solve_lp4, solve_lp4_aggregated
 from .rapier_plan import _CoflowArrays
 
@@ -128,11 +129,12 @@ class RoundingMixin:
             if len(ps) == 1:
                 p = ps[0]
             else:
-                rows = [self._path_links(q) for q in ps]
-                h = max(map(len, rows))
-                M = np.full((len(rows), h), L, dtype=np.int64)
-                for r, ls in enumerate(rows):
-                    M[r, :len(ls)] = ls
+                f = flows[j]
+                pp = pair_paths(topo, f.src, f.dst, self.max_paths)
+                # the pair's padded matrix when every candidate is usable, else
+                # the usable ones padded the same way (sentinel L)
+                M = pp.padded if ps is pp.paths else pad_rows(
+                    [self._path_links(q) for q in ps], L)
                 p = ps[int(np.argmin(((load[M] + v) / capx[M]).max(axis=1)))]
             load[list(self._path_links(p))] += v
             out[j] = p

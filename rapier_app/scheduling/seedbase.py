@@ -35,6 +35,7 @@ from topologies import Topology
 
 from ..core.model import CoflowState, FlowState, Schedule
 from .base import Scheduler, SchedulerError, _dedup
+from .pathcache import pad_rows
 
 _FINISH = attrgetter("finish_s")
 _SENT = attrgetter("bytes_sent")
@@ -336,9 +337,8 @@ class _SeedScheduler(Scheduler):
             if len(links) > self._width:
                 raise SchedulerError(f"path: flow {flow.flow_id} path longer than the "
                                      f"topology diameter {self._width}")
-            row = np.full(self._width, self._L, dtype=np.int64)
-            row[:len(links)] = links
-            self._rows[flow.flow_id] = row
+            # one row of the padded contract of pathcache, at the fixed width
+            self._rows[flow.flow_id] = pad_rows([links], self._L, self._width)[0]
         return p
 
     def group(self, c: CoflowState) -> _Group:
