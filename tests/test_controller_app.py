@@ -332,6 +332,8 @@ def test_group_mod_select_buckets():
     assert (gm.command, gm.type, gm.group_id) == (ofproto_v1_3.OFPGC_ADD,
                                                   ofproto_v1_3.OFPGT_SELECT, 12)
     assert [(b.weight, b.actions[0].port) for b in gm.buckets] == [(1, 4), (1, 5), (1, 6)]
+    # Each bucket watches its port: the switch skips a bucket whose link is down.
+    assert [b.watch_port for b in gm.buckets] == [4, 5, 6]
     assert ofmsgs.group_mod(dp, GroupRule(7, 12, (), "delete")).buckets == []
 
 

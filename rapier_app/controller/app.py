@@ -60,7 +60,7 @@ from ryu.lib import hub  # noqa: E402
 from ryu.ofproto import ofproto_v1_3  # noqa: E402
 from ryu.topology import event as topo_event  # noqa: E402
 
-from . import agent_client, ofmsgs  # noqa: E402
+from . import agent_client, links as linkmod, ofmsgs  # noqa: E402
 from .httpserver import configure_wsgi_server  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
 from .core import Actions, Settings, make_core, missing_switches  # noqa: E402
@@ -191,6 +191,8 @@ class RapierController(app_manager.RyuApp):
         super().__init__(*args, **kwargs)
         self.settings = settings or settings_from_conf(CONF)
         self.core = make_core(self.settings, LOG)
+        #: down links; the scheduler is wrapped to route around them (:mod:`.links`)
+        self.link_state = linkmod.wrap(self.core, LOG)
         self.core.wall_clock = time.perf_counter
         # The clock carries on from the first run on this database (0 = its epoch).
         epoch = self.core.clock_epoch(time.time())
@@ -382,6 +384,7 @@ class RapierController(app_manager.RyuApp):
         return {"connected": sorted(names.get(d, f"dpid={d:#x}") for d in self.datapaths),
                 "missing": missing_switches(self.core.topology, self.datapaths),
                 "links_discovered": len(self.links),
+                "links_down": self.link_state.view(),
                 "mismatches": list(self.mismatches)}
 
     def _check(self) -> None:
@@ -510,10 +513,38 @@ class RapierController(app_manager.RyuApp):
 
     @set_ev_cls(topo_event.EventLinkAdd)
     def link_add(self, ev):
-        """Ryu discovered a link (``--observe-links``): check it."""
+        """Ryu discovered a link (``--observe-links``): check it; a link that was
+        down is up again (:mod:`.links`)."""
         link = ev.link
         self.links.add((link.src.dpid, link.src.port_no, link.dst.dpid, link.dst.port_no))
         self._check()
+        self._links_changed(self.link_state.link_add(link.src.dpid, link.src.port_no))
+
+    @set_ev_cls(topo_event.EventLinkDelete)
+    def link_delete(self, ev):
+        """Ryu's discovery lost a link (``--observe-links``): it is down."""
+        link = ev.link
+        self.links.discard((link.src.dpid, link.src.port_no, link.dst.dpid,
+                            link.dst.port_no))
+        self._links_changed(self.link_state.link_delete(link.src.dpid, link.src.port_no))
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    def port_status(self, ev):
+        """A port was deleted, went down or came up (``OFPPortStatus``)."""
+        msg = ev.msg
+        dp, desc = msg.datapath, msg.desc
+        down = linkmod.port_is_down(dp.ofproto, msg.reason, desc.state, desc.config)
+        LOG.info("switch dpid=%#x port %s %s", dp.id or 0, desc.port_no,
+                 "down" if down else "up")
+        self._links_changed(self.link_state.port_status(dp.id, desc.port_no, not down))
+
+    def _links_changed(self, changed: bool) -> None:
+        """The down-link set changed: decide again now (flows leave a down link,
+        or may use a link that came back)."""
+        if not changed:
+            return
+        LOG.warning("links down: %s", ", ".join(self.link_state.view()) or "none")
+        self._core_call(self.core.reschedule)
 
     # -- green threads -----------------------------------------------------------------
     def poll_once(self) -> None:

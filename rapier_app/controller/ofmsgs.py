@@ -74,9 +74,11 @@ def flow_mod(dp, rule: FlowRule, idle_timeout_s: int = 0):
 
 
 def group_mod(dp, group: GroupRule):
-    """An ``OFPGroupMod`` for a SELECT group with one output bucket per port."""
+    """An ``OFPGroupMod`` for a SELECT group with one output bucket per port; each
+    bucket watches its own output port, so the switch skips a bucket whose link is
+    down (link failure, issue 14) until the controller re-routes."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
-    buckets = [parser.OFPBucket(weight=1, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
+    buckets = [parser.OFPBucket(weight=1, watch_port=int(p), watch_group=ofp.OFPG_ANY,
                                 actions=[parser.OFPActionOutput(int(p), 0)])
                for p in group.ports]
     command = {"add": ofp.OFPGC_ADD, "modify": ofp.OFPGC_MODIFY,

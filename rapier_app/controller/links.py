@@ -1,0 +1,235 @@
+"""Link failure: which links are down, and schedules that avoid them (issue 14).
+
+Pure logic, no Ryu import.  The Ryu shell (:mod:`.app`) translates
+
+* ``EventOFPPortStatus`` (reason ``OFPPR_DELETE``, or ``OFPPS_LINK_DOWN`` in the
+  port's state, or ``OFPPC_PORT_DOWN`` in its config: down; otherwise up) into
+  :meth:`LinkState.port_status` calls, and
+* Ryu topology discovery (``--observe-links``): ``EventLinkDelete`` into
+  :meth:`LinkState.link_delete`, ``EventLinkAdd`` into :meth:`LinkState.link_add`,
+
+then, when the set of down links changed, asks the core for an immediate decision
+(:meth:`~.core.ControllerCore.reschedule`).
+
+How down links reach the routes: the scheduler is wrapped in
+:class:`LinkAwareScheduler`.  The topology and its path caches
+(:meth:`topologies.base.Topology.candidate_paths` / ``path_links``) are left
+untouched -- they describe the configured fabric and are shared with the
+schedulers' own caches -- and every schedule the wrapped scheduler returns is
+checked: a flow whose path crosses a down link is moved to the candidate path of
+its host pair that avoids every down link and has the least load (largest
+``(allocated bit/s on the link + the flow's rate) / capacity`` over its links,
+counted from the same schedule), keeping its rate; with no such path the flow
+gets no path (the core then uses default forwarding, whose ECMP ``SELECT``
+groups watch their bucket's port, so the switch itself skips a dead bucket).
+When a link returns, it leaves the down set and the next decision may use it
+again.
+
+Units: rates in bit/s, capacities in bit/s (the topology's ``capacity`` array).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+
+import numpy as np
+
+from topologies import Topology, TopologyError
+
+from ..core.model import Allocation, Schedule
+
+Link = Tuple[str, str]
+
+
+class LinkState:
+    """The set of down links of ``topology``, fed by switch events.
+
+    Links are directed ``(u, v)`` node-name pairs as in ``topology.graph``; a port
+    going down takes both directions of its cable down.
+
+    Args:
+        topology: the configured fabric; ``graph.edges[u, v]["port"]`` is the port
+            of ``u`` towards ``v`` and ``graph.nodes[s]["dpid"]`` a switch's dpid.
+    """
+
+    def __init__(self, topology: Topology):
+        self.topology = topology
+        g = topology.graph
+        #: (dpid, port_no) -> (u, v): the link leaving switch u by that port
+        self.by_port: Dict[Tuple[int, int], Link] = {}
+        for u, v, d in g.edges(data=True):
+            if u in topology.switches and "dpid" in g.nodes[u]:
+                self.by_port[(int(g.nodes[u]["dpid"]), int(d["port"]))] = (u, v)
+        #: down directed links
+        self.down: Set[Link] = set()
+
+    def _cable(self, dpid: int, port: int) -> Optional[Tuple[Link, Link]]:
+        link = self.by_port.get((int(dpid), int(port)))
+        if link is None:
+            return None
+        return link, (link[1], link[0])
+
+    def port_status(self, dpid: int, port: int, up: bool) -> bool:
+        """Port ``port`` of switch ``dpid`` went up or down.
+
+        Returns:
+            True when the down set changed (a decision is needed); False for a port
+            that is no link of the topology (e.g. the local port) or no change.
+        """
+        cable = self._cable(dpid, port)
+        if cable is None:
+            return False
+        before = len(self.down)
+        if up:
+            self.down.difference_update(cable)
+        else:
+            self.down.update(cable)
+        return len(self.down) != before
+
+    def link_delete(self, src_dpid: int, src_port: int) -> bool:
+        """Ryu's discovery lost the link leaving ``src_dpid`` by ``src_port``
+        (``EventLinkDelete``): the cable is down.  Returns True on a change."""
+        return self.port_status(src_dpid, src_port, up=False)
+
+    def link_add(self, src_dpid: int, src_port: int) -> bool:
+        """Ryu's discovery saw the link leaving ``src_dpid`` by ``src_port``
+        (``EventLinkAdd``): the cable is up.  Returns True on a change."""
+        return self.port_status(src_dpid, src_port, up=True)
+
+    def down_ids(self) -> FrozenSet[int]:
+        """Indices (into ``topology.capacity``) of the down links."""
+        ids = self.topology.link_ids
+        return frozenset(ids[l] for l in self.down if l in ids)
+
+    def view(self) -> List[str]:
+        """The down links as sorted ``"u-v"`` strings (for logs and the REST API)."""
+        return sorted(f"{u}-{v}" for u, v in self.down)
+
+
+def path_is_up(topology: Topology, path, down_ids: FrozenSet[int]) -> bool:
+    """True when no link of ``path`` (node names) is in ``down_ids``.
+
+    Raises:
+        TopologyError: a hop of ``path`` is no link of the topology.
+    """
+    if not down_ids:
+        return True
+    return not any(int(l) in down_ids for l in topology.path_links(path))
+
+
+def avoid_down_links(topology: Topology, sched: Schedule,
+                     down_ids: FrozenSet[int]) -> Tuple[Schedule, Dict[str, Optional[tuple]]]:
+    """``sched`` with every allocation that crosses a down link re-routed.
+
+    Args:
+        topology: the fabric (its candidate paths and capacities, bit/s).
+        sched: a scheduler's decision; not modified.
+        down_ids: link indices that are down (:meth:`LinkState.down_ids`).
+
+    Returns:
+        (the schedule to apply, ``{flow_id: new path or None}`` for the flows that
+        were moved).  The schedule is ``sched`` itself when nothing crossed a down
+        link.  A moved flow keeps its rate; it goes to the up candidate path of its
+        host pair with the smallest load ratio (see the module docstring); with no
+        up candidate its allocation is dropped (``None``: the core gives it
+        default forwarding).
+    """
+    if not down_ids:
+        return sched, {}
+    allocs = sched.allocations
+    bad = [fid for fid, a in allocs.items()
+           if a is not None and a.path and not _up(topology, a.path, down_ids)]
+    if not bad:
+        return sched, {}
+    cap = np.asarray(topology.capacity, dtype=float)
+    load = np.zeros(len(cap))
+    for fid, a in allocs.items():
+        if fid not in bad and a is not None and a.path and a.rate_bps > 0:
+            load[topology.path_links(a.path)] += float(a.rate_bps)
+    new = dict(allocs)
+    moved: Dict[str, Optional[tuple]] = {}
+    for fid in sorted(bad):
+        a = allocs[fid]
+        try:
+            cands = topology.candidate_paths(a.path[0], a.path[-1])
+        except TopologyError:
+            cands = []
+        best, best_ratio = None, None
+        for p in cands:
+            if not _up(topology, p, down_ids):
+                continue
+            links = topology.path_links(p)
+            ratio = float(np.max((load[links] + float(a.rate_bps)) / cap[links]))
+            if best_ratio is None or ratio < best_ratio:
+                best, best_ratio = tuple(p), ratio
+        if best is None:
+            del new[fid]
+        else:
+            new[fid] = Allocation(best, a.rate_bps)
+            load[topology.path_links(best)] += float(a.rate_bps)
+        moved[fid] = best
+    info = dict(sched.info)
+    info["links_down_moved"] = len(moved)
+    return Schedule(allocations=new, order=list(sched.order), fallback=dict(sched.fallback),
+                    info=info), moved
+
+
+def _up(topology: Topology, path, down_ids) -> bool:
+    try:
+        return path_is_up(topology, path, down_ids)
+    except TopologyError:
+        return True  # not ours to judge: the core rejects unusable paths itself
+
+
+class LinkAwareScheduler:
+    """A scheduler whose schedules avoid the down links of a :class:`LinkState`.
+
+    Wraps any scheduler of :mod:`rapier_app.scheduling`; every attribute other
+    than :meth:`schedule` is the wrapped one's (``name``, ``clairvoyant``,
+    ``next_wakeup``, ...).  The wrapped scheduler still plans on the full fabric
+    (its path caches stay valid); :func:`avoid_down_links` moves what it put on a
+    down link.  :attr:`moved` counts the flows moved so far.
+    """
+
+    def __init__(self, inner, links: LinkState, log=None):
+        self.inner = inner
+        self.links = links
+        self.log = log
+        self.moved = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def schedule(self, now: float, coflows) -> Schedule:
+        """The wrapped scheduler's decision at ``now`` (s) for ``coflows``, with
+        flows on down links moved (:func:`avoid_down_links`)."""
+        sched = self.inner.schedule(now, coflows)
+        out, moved = avoid_down_links(self.links.topology, sched, self.links.down_ids())
+        if moved:
+            self.moved += len(moved)
+            if self.log is not None:
+                for fid, p in sorted(moved.items()):
+                    self.log.warning("flow %s moved off down links %s: %s", fid,
+                                     ",".join(self.links.view()),
+                                     "-".join(p) if p else "default forwarding")
+        return out
+
+
+def wrap(core, log=None) -> LinkState:
+    """Give ``core`` (a :class:`~.core.ControllerCore`) a :class:`LinkState` and
+    wrap its scheduler in :class:`LinkAwareScheduler`; returns the LinkState."""
+    state = LinkState(core.topology)
+    core.scheduler = LinkAwareScheduler(core.scheduler, state, log)
+    return state
+
+
+def port_is_down(ofp, reason: int, state: int, config: int) -> bool:
+    """OpenFlow 1.3 port-status fields -> down?  ``ofp`` is the ofproto module
+    (``OFPPR_DELETE``, ``OFPPS_LINK_DOWN``, ``OFPPC_PORT_DOWN``)."""
+    return (reason == ofp.OFPPR_DELETE or bool(state & ofp.OFPPS_LINK_DOWN)
+            or bool(config & ofp.OFPPC_PORT_DOWN))
+
+
+
+__all__ = ["LinkAwareScheduler", "LinkState", "avoid_down_links", "path_is_up",
+           "port_is_down", "wrap"]
