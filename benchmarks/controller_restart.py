@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -40,17 +41,26 @@ def workload():
                                   FlowSpec("c/1", "c", "h8", "h2", 10 * MB, 5407)))]
 
 
-def main(argv=None) -> int:
-    """Run once; ``--kill-at S`` kills and restarts the controller S seconds after
-    the coflows were submitted."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kill-at", type=float, default=None, help="seconds after submission")
-    args = ap.parse_args(argv)
+def run(kill_at: Optional[float] = None) -> dict:
+    """One run of :func:`workload` (root, Open vSwitch running); with ``kill_at``
+    (s after submission) ``ryu-manager`` is killed (SIGKILL) and started again on
+    the same database.
+
+    Returns:
+        dict: ``killed_s``, ``rest_back_after_s``, ``switches_back_after_s`` (with
+        ``kill_at``), ``transfers_done_s``, ``controller_done_s`` (s from
+        submission), ``states`` (coflow id -> state from ``GET /coflows``),
+        ``cct_receivers_s``, ``cct_controller_s``, ``restored`` (log lines).
+
+    Raises:
+        EmulationError: a transfer did not finish within 150 s, or the emulation
+            did not start.
+    """
     specs = workload()
     ev = {}
     with Emulation("leafspine:3,3,3", scheduler="rapier", bw_mbps=20.0) as em:
         def monitor(t):
-            if args.kill_at is not None and "killed_s" not in ev and t >= args.kill_at:
+            if kill_at is not None and "killed_s" not in ev and t >= kill_at:
                 os.kill(em.ryu.pid, signal.SIGKILL)
                 em.ryu.wait()
                 ev["killed_s"] = round(t, 2)
@@ -77,7 +87,16 @@ def main(argv=None) -> int:
                                   for c in body["coflows"] if c["id"] != "warmup"}
         with open(os.path.join(em.workdir, "ryu.log")) as fh:
             ev["restored"] = [ln.strip() for ln in fh if "coflows from" in ln]
-    print(json.dumps(ev, indent=1))
+    return ev
+
+
+def main(argv=None) -> int:
+    """Run once and print JSON; ``--kill-at S`` kills and restarts the controller S
+    seconds after the coflows were submitted."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kill-at", type=float, default=None, help="seconds after submission")
+    args = ap.parse_args(argv)
+    print(json.dumps(run(args.kill_at), indent=1))
     return 0
 
 
