@@ -150,26 +150,14 @@ class CheckReport:
         return "\n".join(lines)
 
 
-#: Levels of the RAPIER readings, whose module (scheduling/rapier.py, another
-#: engineer's) does not carry the ``work_conserving`` attribute yet: Algorithm 3 hands
-#: a waiting flow the best candidate path (AssignBandwidth), so "candidates".  The
-#: class attribute, once there, wins.
-UNDECLARED_LEVELS = {n: "candidates" for n in (
-    "rapier", "rapier-bssi", "rapier-isolated", "rapier-residual", "rapier-ls",
-    "rapier-spread")}
-
-
 def declared_level(scheduler) -> Optional[str]:
     """The work-conservation level a scheduler (instance or class) declares through
-    its ``work_conserving`` attribute: None, ``"path"`` or ``"candidates"``; for the
-    RAPIER readings without the attribute, :data:`UNDECLARED_LEVELS`.
+    its ``work_conserving`` attribute: None, ``"path"`` or ``"candidates"``.
 
     Raises:
         CheckError: the attribute holds another value.
     """
     lvl = getattr(scheduler, "work_conserving", None)
-    if lvl is None:
-        lvl = UNDECLARED_LEVELS.get(getattr(scheduler, "name", None))
     if lvl is False:
         lvl = None
     if lvl not in LEVELS:
