@@ -53,7 +53,10 @@ def run(fail_at: Optional[float] = None, restore_at: Optional[float] = None,
     Returns:
         dict: ``path_before``, ``link_down`` ([spine, leaf]), ``failed_s``,
         ``moved_controller_s`` / ``moved_switch_s`` (s after the failure; None when
-        not seen), ``path_after``, ``restored_s``, ``cct_s`` (receiver), ``state``
+        not seen), ``path_after``, ``restored_s``, ``returned_controller_s`` (s
+        after the restore until the controller's path uses the spine again; the
+        scheduler, deterministic, plans on the whole fabric and puts the flow
+        back), ``cct_s`` (receiver), ``state``
         (controller), ``links_moved_log`` (controller log lines).
 
     Raises:
@@ -97,12 +100,18 @@ def run(fail_at: Optional[float] = None, restore_at: Optional[float] = None,
                 if restore_at is not None and "restored_s" not in ev and t >= restore_at:
                     em.net.configLinkStatus(spine, ev["link_down"][1], "up")
                     ev["restored_s"] = round(t, 2)
+                    ev["_t_up"] = time.time()
+                elif "restored_s" in ev and "returned_controller_s" not in ev:
+                    path = (em.coflow_state("lf") or {}).get("flows", [{}])[0].get("path")
+                    if path and spine in path:
+                        ev["returned_controller_s"] = round(time.time() - ev["_t_up"], 3)
 
         res = em.run_coflows([spec], timeout_s=120, monitor=monitor)
         ev["cct_s"] = round(res.coflows[0].cct_s, 2)
         st = em.coflow_state("lf") or {}
         ev["state"] = st.get("state")
         ev.pop("_t_fail", None)
+        ev.pop("_t_up", None)
         if fail_at is not None:
             ev.setdefault("moved_controller_s", None)
             ev.setdefault("moved_switch_s", None)
