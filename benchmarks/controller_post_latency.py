@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,12 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from enforcement import client  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller  # noqa: E402
 
 
 def _pct(xs, q):
@@ -52,27 +45,15 @@ def main(argv=None) -> int:
     ap.add_argument("--topology", default="fattree:4")
     ap.add_argument("--scheduler", default="rapier")
     args = ap.parse_args(argv)
-    rest_port, of_port = _free_port(), _free_port()
     tmp = tempfile.mkdtemp(prefix="rapier-lat-")
-    conf = os.path.join(tmp, "c.conf")
-    with open(conf, "w") as fh:
-        fh.write(f"[rapier]\ntopology = {args.topology}\nscheduler = {args.scheduler}\n"
-                 f"agent_url =\nstate_db = {tmp}/db.sqlite3\n")
-    ryu = subprocess.Popen([os.path.join(REPO, ".venv", "bin", "ryu-manager"), "--config-file",
-                            conf, "--wsapi-port", str(rest_port), "--ofp-tcp-listen-port",
-                            str(of_port), "rapier_app.controller"], cwd=tmp,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{rest_port}"
     try:
-        for _ in range(150):
-            try:
-                if client.request(base, "GET", "/rapier/v1/health", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            print("controller did not start", file=sys.stderr)
-            return 1
+        ryu, base, _, _ = start_controller(
+            f"[rapier]\ntopology = {args.topology}\nscheduler = {args.scheduler}\n"
+            f"agent_url =\nstate_db = {tmp}/db.sqlite3\n", tmp, quiet=True)
+    except ControllerError as exc:
+        print(f"controller did not start: {exc}", file=sys.stderr)
+        return 1
+    try:
         hosts = client.request(base, "GET", "/rapier/v1/topology")[1]["hosts"]
         names = [h["name"] for h in hosts]
         post_lat, health_lat, failures = [], [], []
@@ -122,11 +103,7 @@ def main(argv=None) -> int:
               f"{sched.get('budget_exceeded')}, last solve {sched['solve_s']:.4f} s")
         return 1 if failures else 0
     finally:
-        ryu.terminate()
-        try:
-            ryu.wait(10)
-        except subprocess.TimeoutExpired:
-            ryu.kill()
+        stop_controller(ryu)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import os
 import queue
 import select
 import socket
-import subprocess
 import time
 from types import SimpleNamespace
 
@@ -21,6 +20,7 @@ import pytest
 from webob import Request
 
 from enforcement import client
+from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller
 from rapier_app.controller import reconcile
 from rapier_app.controller.core import COOKIE_TAG, FlowRule
 from rapier_app.controller.pushes import PushBook
@@ -31,7 +31,6 @@ from ryu.ofproto import ofproto_v1_3_parser as parser
 
 from test_controller_barrier import connect, flow, make_app  # noqa: I100
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = 1 << 20
 
 
@@ -277,34 +276,15 @@ def test_agent_push_backoff_doubles_up_to_the_cap_and_resets():
 
 
 # -- /health under idle sockets on the real ryu-manager ----------------------------------
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_health_answers_within_2_s_with_200_idle_sockets_and_idle_ones_are_closed(tmp_path):
-    rest_port, of_port = _free_port(), _free_port()
-    conf = tmp_path / "c.conf"
-    conf.write_text("[rapier]\ntopology = leafspine:2,2,2\nscheduler = baseline\n"
-                    "agent_url =\nstate_db = off\nrest_socket_timeout_s = 3\n")
-    ryu = subprocess.Popen([os.path.join(REPO, ".venv", "bin", "ryu-manager"),
-                            "--config-file", str(conf), "--wsapi-port", str(rest_port),
-                            "--ofp-tcp-listen-port", str(of_port), "rapier_app.controller"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(tmp_path))
-    base = f"http://127.0.0.1:{rest_port}"
+    try:
+        ryu, base, rest_port, _ = start_controller(
+            "[rapier]\ntopology = leafspine:2,2,2\nscheduler = baseline\n"
+            "agent_url =\nstate_db = off\nrest_socket_timeout_s = 3\n", str(tmp_path))
+    except ControllerError as exc:
+        pytest.fail(str(exc))
     idle = []
     try:
-        for _ in range(150):
-            try:
-                if client.request(base, "GET", "/rapier/v1/health", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                if ryu.poll() is not None:
-                    pytest.fail(f"ryu-manager exited: {ryu.stdout.read().decode()[-2000:]}")
-                time.sleep(0.2)
-        else:
-            pytest.fail("controller REST did not answer within 30 s")
         for _ in range(200):
             s = socket.create_connection(("127.0.0.1", rest_port), timeout=5)
             s.sendall(b"GET /rapier/v1/health HTTP/1.1\r\nHost: x\r\n")  # never finished
@@ -329,8 +309,5 @@ def test_health_answers_within_2_s_with_200_idle_sockets_and_idle_ones_are_close
     finally:
         for s in idle:
             s.close()
-        ryu.terminate()
-        try:
-            ryu.wait(10)
-        except subprocess.TimeoutExpired:
-            ryu.kill()
+        stop_controller(ryu)
+        ryu.stdout.close()

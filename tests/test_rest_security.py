@@ -19,7 +19,6 @@ import os
 import socket
 import stat
 import subprocess
-import tempfile
 import threading
 import time
 from types import SimpleNamespace
@@ -29,6 +28,7 @@ from webob import Request
 
 import rapier_app.controller as controller_pkg
 from enforcement import agent, client
+from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller
 from rapier_app.controller import rest, validation
 from rapier_app.controller.core import Settings, SettingsError
 from ryu.app.wsgi import WSGIApplication
@@ -165,12 +165,6 @@ def _listening_tcp(port: int):
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _non_loopback_ipv4():
     try:
         out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True,
@@ -188,26 +182,13 @@ def test_real_ryu_manager_listens_on_loopback_only_and_wants_the_token(tmp_path)
     """``ryu-manager rapier_app.controller`` with no listen options: REST and OpenFlow
     sockets are bound to 127.0.0.1 (0100007F), not 0.0.0.0; a non-loopback address of
     this machine is refused; POST without the configured token is 401 over HTTP."""
-    rest_port, of_port = _free_port(), _free_port()
-    conf = tmp_path / "c.conf"
-    conf.write_text(f"[rapier]\ntopology = leafspine:2,2,2\nscheduler = baseline\n"
-                    f"agent_url =\nstate_db = off\nrest_token = {TOKEN}\n")
-    ryu = subprocess.Popen([os.path.join(REPO, ".venv", "bin", "ryu-manager"),
-                            "--config-file", str(conf), "--wsapi-port", str(rest_port),
-                            "--ofp-tcp-listen-port", str(of_port), "rapier_app.controller"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(tmp_path))
-    base = f"http://127.0.0.1:{rest_port}"
     try:
-        for _ in range(150):
-            try:
-                if client.request(base, "GET", "/rapier/v1/health", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                if ryu.poll() is not None:
-                    pytest.fail(f"ryu-manager exited: {ryu.stdout.read().decode()[-2000:]}")
-                time.sleep(0.2)
-        else:
-            pytest.fail("controller REST did not answer within 30 s")
+        ryu, base, rest_port, of_port = start_controller(
+            f"[rapier]\ntopology = leafspine:2,2,2\nscheduler = baseline\n"
+            f"agent_url =\nstate_db = off\nrest_token = {TOKEN}\n", str(tmp_path))
+    except ControllerError as exc:
+        pytest.fail(str(exc))
+    try:
         for _ in range(50):  # the OpenFlow listener starts with the apps
             if _listening_tcp(of_port):
                 break
@@ -233,12 +214,7 @@ def test_real_ryu_manager_listens_on_loopback_only_and_wants_the_token(tmp_path)
             assert resp.status == 400 and body["field"] == "id", (path, body)
         conn.close()
     finally:
-        ryu.terminate()
-        try:
-            ryu.wait(10)
-        except subprocess.TimeoutExpired:
-            ryu.kill()
-            ryu.wait()
+        stop_controller(ryu)
         ryu.stdout.close()
 
 
