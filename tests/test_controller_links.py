@@ -134,3 +134,45 @@ def test_link_delete_event_moves_the_flow(app):
     n = app.core.schedule_count
     app.port_status(port_event(dps["l3"], 0xfffffffe, down=True))
     assert app.core.schedule_count == n
+
+
+def test_default_forwarding_avoids_a_down_cable_and_is_restored(app):
+    """s1-l1 down: l2's and l3's ECMP groups towards h1 (on l1) drop the s1 bucket,
+    s1's single-output rule towards h1 goes down to a leaf instead; every default
+    walk from h5 to h1 (FakeFabric, all buckets) avoids the cable; the cable back
+    restores the connect-time rules exactly."""
+    from test_controller_fakes import FakeFabric
+
+    topo = app.core.topology
+    base = {d: (list(g), list(r)) for d, (g, r) in app.core._defaults.items()}
+    dps = connect_all(app)
+    fab = FakeFabric(topo)
+    for d, (g, r) in base.items():
+        fab.apply(list(g) + list(r))
+    pkt = {"eth_type": 0x0800, "ip_proto": 6, "ipv4_src": "10.0.0.5",
+           "ipv4_dst": "10.0.0.1", "tcp_dst": 80}
+    assert any(w[2] == "s1" for w in fab.walks("h5", pkt))  # before: some walks use s1
+    for dp in dps.values():
+        dp.sent.clear()
+    l1 = dps["l1"]
+    app.port_status(port_event(l1, _port(topo, "l1", "s1"), down=True))
+    gid = topo.graph.nodes["h1"]["index"]
+    for leaf in ("l2", "l3"):
+        (gm,) = [m for m in dps[leaf].sent if isinstance(m, parser.OFPGroupMod)
+                 and m.group_id == gid]
+        assert gm.command == ofp.OFPGC_MODIFY
+        assert sorted(b.actions[0].port for b in gm.buckets) == sorted(
+            [_port(topo, leaf, "s2"), _port(topo, leaf, "s3")])
+    sent = [it for d in app.core._defaults.values() for it in d[0] + d[1]]
+    changed = app.link_state.reroute_defaults(app.core)
+    assert changed == []  # nothing more to send for the same down set
+    fab.apply(sent)
+    walks = fab.walks("h5", pkt)
+    assert walks and all(("s1", "l1") not in zip(w, w[1:]) for w in walks), walks
+    # s1 itself (traffic already there) now goes down to l2 or l3 towards h1, not l1
+    s1_rule = [r for r in app.core._defaults[_dpid(topo, "s1")][1]
+               if dict(r.match).get("ipv4_dst") == "10.0.0.1"][0]
+    assert s1_rule.actions[0][1] in (_port(topo, "s1", "l2"), _port(topo, "s1", "l3"))
+    # back up: the connect-time defaults again
+    app.port_status(port_event(l1, _port(topo, "l1", "s1"), down=False))
+    assert {d: (list(g), list(r)) for d, (g, r) in app.core._defaults.items()} == base

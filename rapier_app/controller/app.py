@@ -539,12 +539,17 @@ class RapierController(app_manager.RyuApp):
         self._links_changed(self.link_state.port_status(dp.id, desc.port_no, not down))
 
     def _links_changed(self, changed: bool) -> None:
-        """The down-link set changed: decide again now (flows leave a down link,
-        or may use a link that came back)."""
+        """The down-link set changed: default forwarding without the down links,
+        then a decision now (flows leave a down link, or may use one that is back)."""
         if not changed:
             return
         LOG.warning("links down: %s", ", ".join(self.link_state.view()) or "none")
-        self._core_call(self.core.reschedule)
+        with self._lock:
+            defaults = self.link_state.reroute_defaults(self.core)
+            acts = self.core.reschedule(self.now())
+            acts.rules[:0] = defaults
+            dpids = self._enqueue(acts)
+        self.flush(dpids)
 
     # -- green threads -----------------------------------------------------------------
     def poll_once(self) -> None:

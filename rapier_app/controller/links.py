@@ -62,6 +62,18 @@ class LinkState:
                 self.by_port[(int(g.nodes[u]["dpid"]), int(d["port"]))] = (u, v)
         #: down directed links
         self.down: Set[Link] = set()
+        #: default forwarding of the full fabric (set by :func:`wrap`)
+        self.base_defaults: Optional[Dict] = None
+
+    def reroute_defaults(self, core) -> List:
+        """Recompute ``core``'s default forwarding without the down links
+        (:func:`defaults_avoiding`), store it in the core (what reconnecting
+        switches get and reconciliation compares with) and return the rules to send.
+        """
+        base = self.base_defaults if self.base_defaults is not None else core._defaults
+        new, send = defaults_avoiding(self.topology, base, core._defaults, self.down)
+        core._defaults = new
+        return send
 
     def _cable(self, dpid: int, port: int) -> Optional[Tuple[Link, Link]]:
         link = self.by_port.get((int(dpid), int(port)))
@@ -215,10 +227,87 @@ class LinkAwareScheduler:
         return out
 
 
+class _UpView:
+    """``topology`` seen without its down links: the same object for every
+    attribute except ``graph``, a copy without the ``down`` edges (for
+    :func:`~.rules.default_forwarding`, which reads ``graph``, ``switches``,
+    ``hosts`` and ``is_host``; node roles are unchanged)."""
+
+    def __init__(self, topology: Topology, down):
+        self._topology = topology
+        self.graph = topology.graph.copy()
+        self.graph.remove_edges_from([l for l in down if self.graph.has_edge(*l)])
+
+    def __getattr__(self, name):
+        return getattr(self._topology, name)
+
+
+def defaults_avoiding(topology: Topology, base: Dict, current: Dict,
+                      down) -> Tuple[Dict, List]:
+    """Default forwarding of ``topology`` recomputed without the ``down`` links,
+    kept in the shape of ``base``.
+
+    Args:
+        topology: the configured fabric.
+        base: :func:`~.rules.default_forwarding` of the full fabric, dpid -> (groups,
+            flow rules), what switches get at connect; not modified.
+        current: the same map as the switches hold it now (``base`` or an earlier
+            result of this function).
+        down: down directed links ``(u, v)``.
+
+    Returns:
+        (the new dpid -> (groups, rules) map, the rules to send: what differs from
+        ``current``).  Group ids and the flow rules pointing at groups stay as in
+        ``base``: a group gets the ports of the shortest up paths (``GroupRule``
+        command ``modify``; a group left with no up port keeps its buckets, whose
+        watch ports drop them); a single-output rule whose port is no longer on a
+        shortest up path outputs to the first port that is (``FlowRule`` command
+        ``add``, which replaces it).  With nothing down the new map equals ``base``.
+    """
+    from .rules import FlowRule as _FR, GroupRule as _GR, default_forwarding
+
+    masked = default_forwarding(_UpView(topology, down)) if down else base
+    out, send = {}, []
+    for dpid, (groups, rules) in base.items():
+        mgroups, mrules = masked.get(dpid, ([], []))
+        mg = {g.group_id: g.ports for g in mgroups}
+        mports = {}
+        for r in mrules:
+            ports = []
+            for kind, arg in r.actions:
+                if kind == "output":
+                    ports.append(arg)
+                elif kind == "group":
+                    ports.extend(mg.get(arg, ()))
+            mports[r.match] = tuple(sorted(ports))
+        new_groups, new_rules, gports = [], [], {}
+        for r in rules:
+            kind, arg = r.actions[0] if r.actions else (None, None)
+            want = mports.get(r.match, ())
+            if kind == "group":
+                gports[arg] = want
+            elif kind == "output" and want and arg not in want:
+                r = _FR(r.dpid, r.priority, r.match, (("output", want[0]),), r.cookie,
+                        "add", r.flow_id)
+            new_rules.append(r)
+        for g in groups:
+            new_groups.append(_GR(g.dpid, g.group_id, tuple(gports.get(g.group_id) or g.ports),
+                                  g.command))
+        cgroups, crules = current.get(dpid, ([], []))
+        had_g = {g.group_id: g.ports for g in cgroups}
+        had_r = {(r.priority, r.match): r.actions for r in crules}
+        send.extend(_GR(g.dpid, g.group_id, g.ports, "modify") for g in new_groups
+                    if had_g.get(g.group_id) != g.ports)
+        send.extend(r for r in new_rules if had_r.get((r.priority, r.match)) != r.actions)
+        out[dpid] = (new_groups, new_rules)
+    return out, send
+
+
 def wrap(core, log=None) -> LinkState:
     """Give ``core`` (a :class:`~.core.ControllerCore`) a :class:`LinkState` and
     wrap its scheduler in :class:`LinkAwareScheduler`; returns the LinkState."""
     state = LinkState(core.topology)
+    state.base_defaults = core._defaults
     core.scheduler = LinkAwareScheduler(core.scheduler, state, log)
     return state
 
@@ -231,5 +320,5 @@ def port_is_down(ofp, reason: int, state: int, config: int) -> bool:
 
 
 
-__all__ = ["LinkAwareScheduler", "LinkState", "avoid_down_links", "path_is_up",
-           "port_is_down", "wrap"]
+__all__ = ["LinkAwareScheduler", "LinkState", "avoid_down_links", "defaults_avoiding",
+           "path_is_up", "port_is_down", "wrap"]
