@@ -45,7 +45,7 @@ import rapier_app.controller as controller_pkg
 from enforcement import agent
 from rapier_app.controller.core import Settings
 from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+from test_controller_app import FakeDatapath  # records what is sent
 
 TOKEN = "fuzz-token-0123456789abcdef"
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True, database=None,
@@ -172,25 +172,6 @@ def controller_requests(draw):
     return method, route, path, body, auth, query
 
 
-class FakeDatapath:
-    """A Ryu Datapath stand-in that counts what is sent (messages must encode)."""
-
-    ofproto = ofproto_v1_3
-    ofproto_parser = ofproto_v1_3_parser
-
-    def __init__(self, dpid):
-        self.id = dpid
-        self.sent = 0
-        self.xid = 0
-
-    def set_xid(self, msg):
-        self.xid += 1
-        msg.set_xid(self.xid)
-        return self.xid
-
-    def send_msg(self, msg):
-        msg.serialize()
-        self.sent += 1
 
 
 def _controller():
@@ -211,7 +192,7 @@ def _controller_state(app, dps):
     core = app.core
     return (json.dumps(core.coflows_view(), sort_keys=True),
             json.dumps(core.schedule_view(), sort_keys=True, default=str),
-            core.schedule_count, sum(dp.sent for dp in dps))
+            core.schedule_count, sum(len(dp.sent) for dp in dps))
 
 
 def _call(app, method, path, body, auth, query=""):
