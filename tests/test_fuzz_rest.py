@@ -172,8 +172,6 @@ def controller_requests(draw):
     return method, route, path, body, auth, query
 
 
-
-
 def _controller():
     wsgi = WSGIApplication()
     app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
