@@ -4,13 +4,11 @@ docs/operations.md).
 
 Workload: one flow h1 -> h5 (``--size-mb``, default 15 MB) on leafspine:3,3,3 with
 20 Mbit/s links, RAPIER, enforcing agents.  ``--fail-at S`` seconds after the
-submission the cable between the flow's spine and its destination leaf (l2) is
-taken down with Mininet's ``configLinkStatus`` (both interfaces down: Open vSwitch
-sends ``OFPPortStatus``); ``--restore-at S`` brings it back.  The spine-l2 cable is
-chosen because default forwarding (the reverse direction's ACKs) is not recomputed
-on a failure: l2's ECMP group skips the dead bucket by its watch port, while a
-failure one hop further (a spine's only port towards the source leaf) is not seen
-by l2's group (docs/operations.md, "Link failure").
+submission the cable between the flow's first leaf (l1) and its spine is taken
+down with Mininet's ``configLinkStatus`` (both interfaces down: Open vSwitch sends
+``OFPPortStatus``); ``--restore-at S`` brings it back.  The reverse direction (ACKs,
+on default forwarding) needs the recomputed default forwarding here: l2's ECMP
+group towards h1 would otherwise still hash onto the spine whose port to l1 is down.
 
 Prints JSON: ``moved_controller_s`` (from taking the link down to ``GET
 /coflows/<id>`` showing a path without that spine), ``moved_switch_s`` (to the
@@ -44,14 +42,14 @@ def run(fail_at: Optional[float] = None, restore_at: Optional[float] = None,
     """One run (root, Open vSwitch running).
 
     Args:
-        fail_at: seconds after submission to take the flow's spine-l2 cable down
+        fail_at: seconds after submission to take the flow's l1-spine cable down
             (None: reference run without failure).
         restore_at: seconds after submission to bring it back (None: never).
         size_mb: flow size in MB (10^6 bytes).
         bw_mbps: link speed in Mbit/s.
 
     Returns:
-        dict: ``path_before``, ``link_down`` ([spine, leaf]), ``failed_s``,
+        dict: ``path_before``, ``link_down`` ([spine, first leaf]), ``failed_s``,
         ``moved_controller_s`` / ``moved_switch_s`` (s after the failure; None when
         not seen), ``path_after``, ``restored_s``, ``returned_controller_s`` (s
         after the restore until the controller's path uses the spine again; the
@@ -76,10 +74,10 @@ def run(fail_at: Optional[float] = None, restore_at: Optional[float] = None,
                 path = f["path"]
                 ev["path_before"] = path
                 ev["flow"] = (f["src_ip"], f["dst_ip"], f["dst_port"])
-                spine, leaf2 = path[2], path[3]
-                ev["link_down"] = [spine, leaf2]
-                ev["old_port"] = g.edges[path[1], spine]["port"]
-                em.net.configLinkStatus(spine, leaf2, "down")
+                leaf1, spine = path[1], path[2]
+                ev["link_down"] = [spine, leaf1]
+                ev["old_port"] = g.edges[leaf1, spine]["port"]
+                em.net.configLinkStatus(leaf1, spine, "down")
                 ev["_t_fail"] = time.time()
                 ev["failed_s"] = round(t, 2)
                 return
@@ -98,7 +96,7 @@ def run(fail_at: Optional[float] = None, restore_at: Optional[float] = None,
                     if ports and ev["old_port"] not in ports:
                         ev["moved_switch_s"] = round(time.time() - ev["_t_fail"], 3)
                 if restore_at is not None and "restored_s" not in ev and t >= restore_at:
-                    em.net.configLinkStatus(spine, ev["link_down"][1], "up")
+                    em.net.configLinkStatus(ev["link_down"][1], spine, "up")
                     ev["restored_s"] = round(t, 2)
                     ev["_t_up"] = time.time()
                 elif "restored_s" in ev and "returned_controller_s" not in ev:

@@ -48,7 +48,7 @@ def test_controller_killed_mid_transfer_completes_every_coflow(ovs):
 
 
 def test_link_down_on_the_active_path_moves_the_flow_within_2_s(ovs):
-    """(c) The cable between the flow's spine and its destination leaf goes down 2 s
+    """(c) The cable between the flow's first leaf and its spine goes down 2 s
     into a 15 MB transfer at 20 Mbit/s (6 s alone) and comes back at 4 s: the
     controller and the first-hop switch's rule move the flow off that spine within
     2 s, it completes, and the flow goes back to the spine once the cable is up."""
