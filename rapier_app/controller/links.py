@@ -208,6 +208,7 @@ class LinkAwareScheduler:
         self.links = links
         self.log = log
         self.moved = 0
+        self._logged: Dict[str, Optional[tuple]] = {}
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -221,9 +222,14 @@ class LinkAwareScheduler:
             self.moved += len(moved)
             if self.log is not None:
                 for fid, p in sorted(moved.items()):
-                    self.log.warning("flow %s moved off down links %s: %s", fid,
-                                     ",".join(self.links.view()),
-                                     "-".join(p) if p else "default forwarding")
+                    # WARNING once per (flow, new path); later decisions: DEBUG
+                    level = "debug" if self._logged.get(fid) == p else "warning"
+                    self._logged[fid] = p
+                    getattr(self.log, level)("flow %s moved off down links %s: %s", fid,
+                                             ",".join(self.links.view()),
+                                             "-".join(p) if p else "default forwarding")
+        else:
+            self._logged.clear()
         return out
 
 
