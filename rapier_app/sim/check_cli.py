@@ -2,11 +2,12 @@
 
 Examples::
 
-    rapier-sim --topology fattree:4 --trace ../shared/traces/FB2010-1Hr-150-0.txt \\
-        --limit 50 --schedulers rapier,baseline --no-plot --no-bound \\
-        --trace-events events.jsonl
+    rapier-sim --topology fattree:4 --synthetic 10,8,0.1 --schedulers rapier,baseline \\
+        --no-plot --no-bound --trace-events events.jsonl
     rapier-check events.jsonl                 # workload rebuilt from the headers
-    rapier-check events.jsonl --trace OTHER.txt --topology fattree:4 --limit 50
+    rapier-check events.jsonl --json --level path
+
+(A Facebook trace needs 150 hosts: ``--topology fattree:4,19`` or ``bigswitch:150``.)
 
 The event file holds one or more runs (``rapier-sim --trace-events``: a header, one
 line per decision point, the reported CCTs).  Each run's workload is rebuilt from the
