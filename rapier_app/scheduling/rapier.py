@@ -52,9 +52,12 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
   rather than by a second LP (same optimum, no solver call).
 * **Rounding** (Alg. 2 lines 3-7): each flow takes the path of its largest m_ij^k;
   ties go to the lexicographically first path.
-* **waitTime** (Alg. 1 lines 2 and 7): the time since the coflow last received a
-  rate from Algorithm 1 (since its arrival if never).  A coflow that waited longer
-  than ``delta_s`` is scheduled next regardless of its CCT (the starvation guard).
+* **waitTime** (Alg. 1 lines 2 and 7): the time since the coflow last had a
+  positive rate after a full pass, from Algorithm 1 or from Algorithm 3's spare
+  bandwidth (Section IV-D: serving unscheduled coflows first "also helps prevent
+  starvation"); since its arrival if never.  A coflow that waited longer than
+  ``delta_s`` is scheduled next regardless of its CCT (the starvation guard),
+  checked when Algorithm 1 runs (and at the wake-ups of ``guard_wakeup``).
   Ties in waiting time and in T_C go to the earlier arrival, then the smaller id.
 * **Algorithm 1** re-solves, in each round, only the coflows whose LP inputs
   changed in the previous round (reserved bits on their candidate links, or, for
