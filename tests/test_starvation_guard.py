@@ -22,7 +22,7 @@ needs h1's uplink, so it carries one coflow at a time.
 
 import pytest
 
-from rapier_app.core.model import make_coflow
+from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
 from rapier_app.scheduling import make_scheduler
 from rapier_app.sim import simulate
 from topologies import big_switch
@@ -77,8 +77,19 @@ def test_guard_wakeup_bounds_the_wait_of_every_coflow():
 
 
 def test_guard_wakeup_is_a_decision_point():
-    topo = big_switch(2)
+    # A (100 MB) and B (1000 MB) both from h1 at t = 0: A takes h1's uplink, B gets
+    # nothing, so B's wait passes delta_s = 10 s at t = 10 s (+ a rounding margin)
+    topo = big_switch(3)
+    h = topo.hosts
+    cfs = [make_coflow("A", 0.0, [(h[0], h[1], 100 * MB)]),
+           make_coflow("B", 0.0, [(h[0], h[2], 1000 * MB)])]
+    pol = InfoPolicy(True)
     s = make_scheduler("rapier", topo, guard_wakeup=True, delta_s=10.0)
     assert s.next_wakeup(0.0) is None  # nothing decided yet
-    s2 = make_scheduler("rapier", topo)
-    assert s2.guard_wakeup is False and s2.next_wakeup(0.0) is None
+    sched = s.schedule(0.0, [CoflowState(c, pol) for c in cfs])
+    assert sched.allocations["B/0"].rate_bps == 0.0
+    assert s.next_wakeup(0.0) == pytest.approx(10.0, abs=1e-6)
+    assert s.next_wakeup(10.5) is None  # due: the next call is a full pass
+    off = make_scheduler("rapier", topo, delta_s=10.0)  # default: coflow events only
+    off.schedule(0.0, [CoflowState(c, pol) for c in cfs])
+    assert off.guard_wakeup is False and off.next_wakeup(0.0) is None
