@@ -314,7 +314,13 @@ def run(args) -> dict:
                                 "lb_ratio": [], "makespans": []} for n in names}
     lower_bounds = []
     desc = ""
-    events_fh = open(args.trace_events, "w") if args.trace_events else None
+    events_fh = None
+    if args.trace_events:
+        try:
+            events_fh = open(args.trace_events, "w")
+        except OSError as exc:
+            raise UsageError(f"--trace-events: cannot write {args.trace_events}: "
+                             f"{exc.strerror}") from None
     for i in range(args.tries):
         seed = args.seed + i
         with pg.phase(f"workload try {i + 1}/{args.tries}", show):

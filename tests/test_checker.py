@@ -265,3 +265,17 @@ def test_simulator_and_checker_refuse_a_real_path_to_the_wrong_host():
     r = check_schedule(topo, cfs, log)
     assert r.violations[0].kind == "path"
     assert "does not join h1 to h2" in r.violations[0].detail
+
+
+def test_bad_event_log_lines_and_paths_are_named(tmp_path, capsys):
+    """A JSON line that is not an object, and an unwritable --trace-events path, are
+    bad input (exit 2) with the file named, not a traceback."""
+    bad = tmp_path / "list.jsonl"
+    bad.write_text("[1, 2]\n")
+    assert check_main([str(bad)]) == 2
+    assert f"{bad}:1: expected a JSON object, got list" in capsys.readouterr().err
+    code = sim_main(["--topology", "bigswitch:4", "--synthetic", "1,2,0.1", "--no-plot",
+                     "--no-bound", "--quiet", "--out", str(tmp_path / "o"),
+                     "--trace-events", str(tmp_path / "no" / "such" / "dir.jsonl")])
+    assert code == 2
+    assert "--trace-events: cannot write" in capsys.readouterr().err

@@ -160,3 +160,22 @@ def test_big_appends_its_markdown_log(tmp_path):
     text = (tmp_path / "big_fattree512.md").read_text()
     assert text.count("# One try on `fattree512`") == 2
     assert text.count("- **baseline**: average CCT") == 2
+
+
+def test_merge_names_a_junk_or_truncated_runs_csv(tmp_path, capsys):
+    """A runs.csv that is not one, or whose cell is cut, exits 2 naming file and line."""
+    a = tmp_path / "a"
+    a.mkdir()
+    append_runs(str(a / "runs.csv"), [_row(), _row(seed=2)])
+    text = (a / "runs.csv").read_text().splitlines()
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "runs.csv").write_text("\n".join(text[:-1] + [text[-1].split(",")[0] + ",zz"]))
+    assert cli.main(["merge", str(cut), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert f"{cut / 'runs.csv'}:3:" in err and "expected a number" in err
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "runs.csv").write_text("hello,world\n1,2\n")
+    assert cli.main(["merge", str(junk), "--out", str(tmp_path / "m")]) == 2
+    assert "not a runs CSV: missing column(s) x" in capsys.readouterr().err

@@ -130,16 +130,30 @@ def run_point(experiment: str, fabric_name: str, x: float, seed: int,
 
 
 def read_runs(path: str) -> List[dict]:
-    """Rows of a runs CSV (numbers parsed); [] if the file does not exist."""
+    """Rows of a runs CSV (numbers parsed); [] if the file does not exist.
+
+    Raises:
+        ValueError: a missing column, or a cell that is not a number, named with the
+            file, line and column.
+    """
     if not os.path.exists(path):
         return []
     out = []
+    nums = (("x", float), ("avg_cct_s", float), ("lower_bound_s", float),
+            ("ratio_to_bound", float), ("wall_s", float), ("try", int), ("seed", int),
+            ("n_coflows", int), ("events", int))
     with open(path, newline="") as fh:
-        for r in csv.DictReader(fh):
-            for k in ("x", "avg_cct_s", "lower_bound_s", "ratio_to_bound", "wall_s"):
-                r[k] = float(r[k])
-            for k in ("try", "seed", "n_coflows", "events"):
-                r[k] = int(r[k])
+        reader = csv.DictReader(fh)
+        missing = [k for k, _ in nums if k not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: not a runs CSV: missing column(s) {', '.join(missing)}")
+        for r in reader:
+            for k, conv in nums:
+                try:
+                    r[k] = conv(r[k])
+                except (TypeError, ValueError):
+                    raise ValueError(f"{path}:{reader.line_num}: {k}: expected a number, "
+                                     f"got {r[k]!r}") from None
             r["reschedule"] = r.get("reschedule") or ""
             out.append(r)
     return out

@@ -627,6 +627,9 @@ def read_runs(path: str) -> List[Tuple[dict, List[dict], Optional[dict]]]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise CheckError(f"{path}:{n}: not JSON: {exc}") from None
+            if not isinstance(obj, dict):
+                raise CheckError(f"{path}:{n}: expected a JSON object, got "
+                                 f"{type(obj).__name__}")
             kind = obj.get("kind")
             if kind == "header":
                 runs.append([obj, [], None])
