@@ -12,7 +12,7 @@ import pytest
 
 from rapier_app.experiments import cli
 from rapier_app.experiments.merge import MergeConflict, merge_files, merge_rows
-from rapier_app.experiments.parallel import execute
+from rapier_app.experiments.parallel import execute, largest_first
 from rapier_app.experiments.sweeps import (RUN_FIELDS, Task, append_runs, pending, plan_tasks,
                                            read_runs, run_key)
 from test_rapier_experiments import _csv_row as _row  # one runs.csv row, fields as keywords
@@ -179,3 +179,14 @@ def test_merge_names_a_junk_or_truncated_runs_csv(tmp_path, capsys):
     (junk / "runs.csv").write_text("hello,world\n1,2\n")
     assert cli.main(["merge", str(junk), "--out", str(tmp_path / "m")]) == 2
     assert "not a runs CSV: missing column(s) x" in capsys.readouterr().err
+
+
+def test_parallel_backends_start_the_largest_points_first():
+    """LPT order: flows = coflows x width x schemes (width sweep: 20 coflows; number
+    sweep: width 128); ties keep grid order."""
+    t = [Task("width", "fattree512", 16.0, 0, 1, "uniform:1,10", ("baseline",)),
+         Task("width", "fattree512", 64.0, 0, 1, "uniform:1,10", ("baseline",)),
+         Task("number", "fattree512", 10.0, 0, 1, "uniform:1,10", ("baseline", "rapier")),
+         Task("width", "fattree512", 64.0, 1, 2, "uniform:1,10", ("baseline",))]
+    assert [x.flows() for x in t] == [320, 1280, 2560, 1280]
+    assert largest_first(t) == [t[2], t[1], t[3], t[0]]

@@ -246,6 +246,13 @@ class Task:
                 "try": self.try_index, "seed": self.seed, "sizes": self.sizes,
                 "schemes": list(self.schemes), "reschedule": self.reschedule or "auto"}
 
+    def flows(self) -> int:
+        """Flows in this point's workload (coflows x width): the cost estimate by which
+        the parallel backends start the largest points first (longest processing
+        time first, so the last point to finish is a small one)."""
+        args = EXPERIMENTS[self.experiment].workload_args(self.x)
+        return int(args["n_coflows"]) * int(args["width"]) * len(self.schemes)
+
     def command(self) -> str:
         """The ``rapier-experiment point`` command that runs this task alone."""
         cmd = (f"rapier-experiment point --experiment {self.experiment} --fabric "
