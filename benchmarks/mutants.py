@@ -33,18 +33,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass
 from typing import List, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 
-SIM = ["tests/test_checker.py", "tests/test_invariants.py", "tests/test_work_conservation.py",
-       "tests/test_hand_schedules.py", "tests/test_fig1.py"]
-SCHED = ["tests/test_hand_schedules.py", "tests/test_work_conservation.py",
-         "tests/test_fig1.py", "tests/test_invariants.py", "tests/test_properties.py"]
-SEEDS = ["tests/test_seeds.py", "tests/test_invariants.py", "tests/test_properties.py"]
-CTRL = ["tests/test_controller_core.py"]
+MUTANTS_FILE = os.path.join(ROOT, "benchmarks", "mutants.toml")
 
 
 @dataclass
@@ -62,97 +58,30 @@ class Mutant:
     count: int = 1
 
 
-MUTANTS = [
-    # -- rapier_app/sim ------------------------------------------------------------
-    Mutant("sim-slack", "sim", "rapier_app/sim/simulator.py",
-           "CAPACITY_SLACK = 1e-6", "CAPACITY_SLACK = 1.01",
-           "simulator accepts links up to 201 % of capacity", SIM),
-    Mutant("sim-slack-10pc", "sim", "rapier_app/sim/simulator.py",
-           "CAPACITY_SLACK = 1e-6", "CAPACITY_SLACK = 0.10",
-           "simulator accepts links up to 110 % of capacity", SIM),
-    Mutant("sim-no-capacity-check", "sim", "rapier_app/sim/simulator.py",
-           "if load[worst] > cap_limit[worst]:", "if False:",
-           "capacity check switched off", SIM),
-    Mutant("sim-no-endpoint-check", "sim", "rapier_app/sim/simulator.py",
-           "if p[0] != f.src or p[-1] != f.dst:", "if False:",
-           "paths not checked to join the flow's endpoints", SIM),
-    Mutant("sim-early-finish", "sim", "rapier_app/sim/simulator.py",
-           "finished = ttf <= dt * (1 + 1e-9) + 1e-12",
-           "finished = ttf <= dt * 1.01 + 1e-12",
-           "flows up to 1 % short of their bytes count as finished", SIM),
-    Mutant("sim-coflow-first-flow", "sim", "rapier_app/sim/simulator.py",
-           "c.finish_s = max(f.finish_s for f in c.flows)",
-           "c.finish_s = min(f.finish_s for f in c.flows)",
-           "a coflow ends with its first flow instead of its last", SIM),
-    Mutant("sim-coflow-events-only", "sim", "rapier_app/sim/simulator.py",
-           'by_coflow = self.reschedule_on == "coflow"', "by_coflow = True",
-           "decisions only at coflow events (the pre-issue-12 idle capacity)", SIM),
-    # -- rapier_app/scheduling -----------------------------------------------------
-    Mutant("maxmin-overfill", "scheduling", "rapier_app/scheduling/base.py",
-           "residual -= inc * wl", "residual -= 0.5 * inc * wl",
-           "max-min fair filling counts half the bandwidth it hands out", SCHED),
-    Mutant("baseline-empty", "scheduling", "rapier_app/scheduling/classic.py",
-           "rates = max_min_fair_flat(lens, lidx, self.topology.capacity)\n"
-           "        return Schedule.from_vectors(",
-           "rates = max_min_fair_flat(lens, lidx, self.topology.capacity)\n"
-           "        return Schedule()\n        return Schedule.from_vectors(",
-           "baseline returns an empty schedule", CTRL + ["tests/test_fig1.py"]),
-    Mutant("routing-only-worst-path", "scheduling", "rapier_app/scheduling/classic.py",
-           "if costs[r] < best_cost - 1e-12:", "if costs[r] > best_cost + 1e-12:",
-           "routing-only places a flow on the most loaded candidate", SCHED),
-    Mutant("varys-sebf-reversed", "scheduling", "rapier_app/scheduling/classic.py",
-           "keyed.sort(key=lambda x: x[:3])\n        order_k",
-           "keyed.sort(key=lambda x: (-x[0],) + x[1:3])\n        order_k",
-           "Varys serves the largest bottleneck first", SCHED),
-    Mutant("varys-madd-min", "scheduling", "rapier_app/scheduling/classic.py",
-           "gamma = (load[used] / ru).max()", "gamma = (load[used] / ru).min()",
-           "MADD uses the least loaded link (rates over capacity)", SCHED),
-    Mutant("varys-no-wc", "scheduling", "rapier_app/scheduling/classic.py",
-           "for i in (np.flatnonzero(room[f0:f1]) + f0).tolist():", "for i in []:",
-           "Varys full pass without work conservation", SCHED),
-    Mutant("alg1-max-cct", "scheduling", "rapier_app/scheduling/rapier.py",
-           "if best_key is None or k < best_key:", "if best_key is None or k > best_key:",
-           "Algorithm 1 picks the maximum CCT", SCHED, count=-1),
-    Mutant("alg1-half-rate", "scheduling", "rapier_app/scheduling/rapier.py",
-           "r = (plan.alpha * plan.rem_bytes) * BITS",
-           "r = (plan.alpha * plan.rem_bytes) * BITS * 0.5",
-           "Algorithm 1 gives half the model-(2) rates", SCHED),
-    Mutant("alg1-no-starvation-guard", "scheduling", "rapier_app/scheduling/rapier.py",
-           "guard = wait(pending[0]) > self.delta_s", "guard = False",
-           "Algorithm 1 without the waitTime guard (lines 7-10)",
-           SCHED + ["tests/test_reschedule_policy.py", "tests/test_rapier_experiments.py"]),
-    Mutant("wc-stops-early", "scheduling", "rapier_app/scheduling/conserve.py",
-           "if left == 0:", "if left <= 1:",
-           "flow-event work conservation stops one link early", SCHED),
-    Mutant("wc-last-candidate", "scheduling", "rapier_app/scheduling/conserve.py",
-           "if bw > best_bw:", "if bw >= best_bw:",
-           "AssignBandwidth takes the last of the tied best paths", SCHED),
-    Mutant("greedy-half", "scheduling", "rapier_app/scheduling/seedbase.py",
-           "r = float(m[pos[0]])", "r = 0.5 * float(m[pos[0]])",
-           "Sincronia's greedy rates take half the residual", SEEDS),
-    Mutant("fifo-lifo", "scheduling", "rapier_app/scheduling/fifo.py",
-           "order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))",
-           "order = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id), reverse=True)",
-           "FIFO serves the newest coflow first", SEEDS),
-    Mutant("aalo-queue-late", "scheduling", "rapier_app/scheduling/aalo.py",
-           "sent_bytes >= t * (1 - CROSS_TOL)", "sent_bytes >= t * 2",
-           "Aalo demotes a coflow at twice the queue threshold", SEEDS),
-    Mutant("bssi-tie-min", "scheduling", "rapier_app/scheduling/sincronia.py",
-           "s = int(tied[np.argmax(ck[tied])])", "s = int(tied[np.argmin(ck[tied])])",
-           "BSSI places the earliest tied coflow last", SEEDS),
-    # -- rapier_app/controller/core.py ---------------------------------------------
-    Mutant("ctrl-any-path", "controller", "rapier_app/controller/core.py",
-           "return path[1] in self._dpid", "return True",
-           "controller installs a path whose first hop is not a switch", CTRL),
-    Mutant("ctrl-floor-rate", "controller", "rapier_app/controller/core.py",
-           "rate = f.rate_bps if f.rate_bps > 0 else self.settings.min_rate_bps",
-           "rate = self.settings.min_rate_bps",
-           "agents get the floor rate instead of the scheduler's", CTRL),
-    Mutant("ctrl-rate-dropped", "controller", "rapier_app/controller/core.py",
-           "                    f.path = path\n                    f.rate_bps = float(a.rate_bps)",
-           "                    f.path = path\n                    f.rate_bps = 0.0",
-           "a routed flow's rate is not recorded", CTRL),
-]
+def load_mutants(path: str = MUTANTS_FILE) -> List[Mutant]:
+    """The mutants of ``path`` (TOML: ``[groups]`` of test files, then one
+    ``[[mutant]]`` table each with name, package, path, old, new, what, tests and
+    an optional count); a name in ``tests`` that is a group stands for its files.
+
+    Raises:
+        ValueError: a mutant lacks a field, naming the mutant and the field.
+    """
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    groups = data.get("groups", {})
+    out = []
+    for i, m in enumerate(data.get("mutant", [])):
+        try:
+            tests = [t for name in m["tests"] for t in groups.get(name, [name])]
+            out.append(Mutant(m["name"], m["package"], m["path"], m["old"], m["new"],
+                              m["what"], tests, int(m.get("count", 1))))
+        except KeyError as exc:
+            raise ValueError(f"{path}: mutant {m.get('name', i)}: missing field "
+                             f"{exc.args[0]}") from None
+    return out
+
+
+MUTANTS = load_mutants()
 
 
 def unpack(dest: str) -> None:
