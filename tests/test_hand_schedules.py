@@ -65,40 +65,43 @@ def test_algorithm1_picks_the_minimum_cct_first(name):
     assert first == pytest.approx({"A/0": 1e9, "B/0": 0.0, "C/0": 0.0})
 
 
-def test_varys_madd_rates_of_two_coflows():
-    # bigswitch:5.  A: h1->h2 0.8 Gbit, h1->h3 0.8 Gbit: Gamma_A = 1.6 s (h1 up).
-    # B: h4->h2 3.2 Gbit: Gamma_B = 3.2 s.  SEBF: A, B.  MADD A: each flow 0.8 / 1.6
-    # = 0.5 Gbit/s; residual h1 up 0, h2 down 0.5.  MADD B on the residual: Gamma'_B
-    # = max(3.2 / 1.0 (h4 up), 3.2 / 0.5 (h2 down)) = 6.4 s: 0.5 Gbit/s.  Work
-    # conservation: every flow crosses a full link (h1 up; h2 down).  A ends at 1.6 s;
-    # B has 3.2 - 0.8 = 2.4 Gbit left, alone at 1 Gbit/s: ends at 4.0 s.
-    topo = build_topology("bigswitch:5")
-    cfs = [make_coflow("A", 0, [("h1", "h2", 100 * MB), ("h1", "h3", 100 * MB)]),
-           make_coflow("B", 0, [("h4", "h2", 400 * MB)])]
-    ccts, log = run("scheduling-only", topo, cfs)
-    assert dict(zip(log[0].flow_ids, log[0].rates_bps.tolist())) == pytest.approx(
-        {"A/0": 0.5e9, "A/1": 0.5e9, "B/0": 0.5e9})
-    assert ccts == pytest.approx({"A": 1.6, "B": 4.0}, abs=1e-9)
+# Varys (scheduling-only) on bigswitch:5, 1 Gbit/s ports; each case: its coflows,
+# the decision times and the rates of every decision, the CCTs.
+VARYS_CASES = {
+    # A: h1->h2 0.8 Gbit, h1->h3 0.8 Gbit: Gamma_A = 1.6 s (h1 up).  B: h4->h2 3.2
+    # Gbit: Gamma_B = 3.2 s.  SEBF: A, B.  MADD A: each flow 0.8 / 1.6 = 0.5 Gbit/s;
+    # residual h1 up 0, h2 down 0.5.  MADD B on the residual: Gamma'_B = max(3.2 /
+    # 1.0 (h4 up), 3.2 / 0.5 (h2 down)) = 6.4 s: 0.5 Gbit/s.  Work conservation:
+    # every flow crosses a full link (h1 up; h2 down).  A ends at 1.6 s; B has 3.2 -
+    # 0.8 = 2.4 Gbit left, alone at 1 Gbit/s: ends at 4.0 s.
+    "madd-rates": (
+        [("A", [("h1", "h2", 100), ("h1", "h3", 100)]), ("B", [("h4", "h2", 400)])],
+        [0.0, 1.6], [{"A/0": 0.5e9, "A/1": 0.5e9, "B/0": 0.5e9}, {"B/0": 1e9}],
+        {"A": 1.6, "B": 4.0}),
+    # A: h1->h2 6.4 Gbit, h3->h4 0.8 Gbit: Gamma_A = 6.4 s.  B: h3->h5 3.2 Gbit:
+    # Gamma_B = 3.2 s.  SEBF: B, A.  MADD B: 1 Gbit/s (h3 up full).  A/1 crosses h3's
+    # full uplink: Gamma'_A infinite, no MADD rate for A.  Work conservation (SEBF
+    # order) gives A/0 the free h1 up / h2 down: 1 Gbit/s.  At 3.2 s B ends; A/0 has
+    # 3.2 Gbit left, A/1 0.8: MADD 1.0 and 0.25, work conservation tops A/1 up to
+    # 1.0: A/1 ends at 4.0 s, A/0 at 6.4 s.  Without work conservation A/0 would wait
+    # until 3.2 s: A = 9.6 s.
+    "wc-at-full-pass": (
+        [("A", [("h1", "h2", 800), ("h3", "h4", 100)]), ("B", [("h3", "h5", 400)])],
+        [0.0, 3.2, 4.0], [{"A/0": 1e9, "A/1": 0.0, "B/0": 1e9}, {"A/0": 1e9, "A/1": 1e9},
+                          {"A/0": 1e9}],
+        {"A": 6.4, "B": 3.2}),
+}
 
 
-def test_varys_work_conservation_at_the_full_pass_changes_a_cct():
-    # bigswitch:5.  A: h1->h2 6.4 Gbit, h3->h4 0.8 Gbit: Gamma_A = 6.4 s.  B: h3->h5
-    # 3.2 Gbit: Gamma_B = 3.2 s.  SEBF: B, A.  MADD B: 1 Gbit/s (h3 up full).  A/1
-    # crosses h3's full uplink: Gamma'_A infinite, no MADD rate for A.  Work
-    # conservation (SEBF order) gives A/0 the free h1 up / h2 down: 1 Gbit/s.  At
-    # 3.2 s B ends; A/0 has 3.2 Gbit left, A/1 0.8: MADD 1.0 and 0.25, work
-    # conservation tops A/1 up to 1.0: A/1 ends at 4.0 s, A/0 at 6.4 s.
-    # Without work conservation A/0 would wait until 3.2 s: A = 9.6 s.
-    topo = build_topology("bigswitch:5")
-    cfs = [make_coflow("A", 0, [("h1", "h2", 800 * MB), ("h3", "h4", 100 * MB)]),
-           make_coflow("B", 0, [("h3", "h5", 400 * MB)])]
-    ccts, log = run("scheduling-only", topo, cfs)
-    assert dict(zip(log[0].flow_ids, log[0].rates_bps.tolist())) == pytest.approx(
-        {"A/0": 1e9, "A/1": 0.0, "B/0": 1e9})
-    assert [r.t_s for r in log] == pytest.approx([0.0, 3.2, 4.0])
-    assert dict(zip(log[1].flow_ids, log[1].rates_bps.tolist())) == pytest.approx(
-        {"A/0": 1e9, "A/1": 1e9})
-    assert ccts == pytest.approx({"A": 6.4, "B": 3.2}, abs=1e-9)
+@pytest.mark.parametrize("case", sorted(VARYS_CASES))
+def test_varys_hand_cases(case):
+    spec, times, rates, want = VARYS_CASES[case]
+    cfs = [make_coflow(cid, 0, [(s, d, mb * MB) for s, d, mb in fl]) for cid, fl in spec]
+    ccts, log = run("scheduling-only", build_topology("bigswitch:5"), cfs)
+    assert [r.t_s for r in log] == pytest.approx(times)
+    assert [dict(zip(r.flow_ids, r.rates_bps.tolist())) for r in log] == \
+        [pytest.approx(r) for r in rates]
+    assert ccts == pytest.approx(want, abs=1e-9)
 
 
 def test_algorithm1_starvation_guard():
