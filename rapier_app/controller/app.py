@@ -373,6 +373,15 @@ class RapierController(app_manager.RyuApp):
         with self._lock:
             return self.core.coflow_view(coflow_id)
 
+    def flow_done(self, coflow_id: str, index: int) -> Dict[str, Any]:
+        """A receiver reports flow ``index`` of ``coflow_id`` complete (``POST
+        .../flows/<n>/done``, :meth:`~.progress.ProgressMixin.report_flow_done`);
+        returns ``{"finished": bool, "coflow": view}``; raises RequestError 404/400."""
+        finished, _ = self._core_call(
+            lambda now: self.core.report_flow_done(coflow_id, index, now))
+        with self._lock:
+            return {"finished": finished, "coflow": self.core.coflow_view(coflow_id)}
+
     def coflows_page(self, state=None, limit=None, offset=0) -> Dict[str, Any]:
         """``GET /coflows``: see :meth:`~.durability.DurabilityMixin.coflows_page`."""
         with self._lock:

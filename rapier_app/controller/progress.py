@@ -19,6 +19,11 @@ last counter change (covers sends without TCP timestamps, i.e. 12 bytes less
 header per packet, and retransmission accounting).  Counter resets (a switch that
 reconnected and got its rules re-added) are detected and accumulated.
 
+A third signal (issue 13): a receiver or host agent that has every byte of a flow
+reports it (``POST /rapier/v1/coflows/<id>/flows/<n>/done``,
+:meth:`ProgressMixin.report_flow_done`); the flow is done at the report's arrival,
+without waiting for the next flow-statistics poll (0.5 s by default).
+
 After a controller restart (issue 14) a flow reloaded from the database starts from
 its stored ``bytes_sent`` (written every ``store_progress_interval_s``), but its
 switches' counters restart from zero when its rules are re-added and the bytes sent
@@ -37,6 +42,7 @@ from ..core.model import FlowState
 from .registry import ACTIVE, DONE
 from .rules import Actions
 from .store import StoreError
+from .validation import RequestError
 
 class ProgressMixin:
     """Progress tracking of :class:`.core.ControllerCore` (byte counters ->
@@ -102,6 +108,36 @@ class ProgressMixin:
             tr.last_poll_s = now
         self._record_started(started, now)
         return self._after_finish(finished, now)
+
+    def report_flow_done(self, coflow_id: str, index: int, now: float) -> Tuple[bool, Actions]:
+        """A receiver (or host agent) reports flow ``index`` of ``coflow_id`` complete.
+
+        Args:
+            coflow_id: the coflow's id.  index: the flow's position in the coflow
+                (its id is ``<coflow_id>/<index>``), from 0.  now: arrival of the
+                report (s, the core's clock): the flow's finish time.
+
+        Returns:
+            ``(finished, actions)``: ``finished`` is False when the flow was already
+            done or its coflow is not active (the report changes nothing: repeated
+            reports are harmless); otherwise the flow is closed as by a flow-stats
+            completion and ``actions`` is the decision that follows
+            (:meth:`_after_finish`).
+
+        Raises:
+            RequestError: 404 unknown coflow, 400 ``index`` not one of its flows.
+        """
+        c = self.coflows.get(coflow_id)
+        if c is None:
+            raise RequestError(404, "coflow_id", f"no such coflow {coflow_id!r}")
+        if isinstance(index, bool) or not isinstance(index, int) or \
+                not 0 <= index < len(c.flows):
+            raise RequestError(400, "index", f"must be 0..{len(c.flows) - 1}, got {index!r}")
+        f = c.flows[index]
+        if f.done or self.state.get(coflow_id) != ACTIVE:
+            return False, Actions()
+        self._finish(f, max(now, f.start_s))
+        return True, self._after_finish([f.flow_id], now)
 
     def _record_started(self, flows: List[FlowState], now: float) -> None:
         """Write at once the progress of flows whose first bytes were just counted

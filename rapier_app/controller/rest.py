@@ -16,6 +16,10 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         per flow path, rate_bps, bytes_sent, finish_s;
                                         cct_s once done)
     DELETE /rapier/v1/coflows/<id>     -> 200 {...} (cancelled: rules and limits gone)
+    POST   /rapier/v1/coflows/<id>/flows/<n>/done
+                                        -> 200 {"finished": bool, "coflow": {...}}
+                                        (a receiver has every byte of flow n; no
+                                        body; done now, not at the next stats poll)
     GET    /rapier/v1/topology         -> 200 configured topology + what Ryu observed
     GET    /rapier/v1/schedule         -> 200 the schedule in force
     GET    /rapier/v1/health           -> 200 {"ok": true, ...}
@@ -67,6 +71,7 @@ LOG = logging.getLogger(__name__)
 PREFIX = "/rapier/v1"
 APP_KEY = "rapier_controller"
 ID_REQ = {"coflow_id": r"[^/]+"}
+FLOW_REQ = {"coflow_id": r"[^/]+", "index": r"[^/]+"}
 #: Methods that change state: they need the bearer token when one is configured.
 MUTATING = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 #: Ryu's defaults for --wsapi-host and --ofp-listen-host (meaning "not given").
@@ -300,6 +305,20 @@ class RapierRestController(ControllerBase):
     def delete_coflow(self, req, coflow_id, **_kwargs):
         """Cancel a coflow; 404 unknown id, 400 when already done or cancelled."""
         return 200, self.app.cancel(coflow_id)
+
+    @route("rapier", PREFIX + "/coflows/{coflow_id}/flows/{index}/done", methods=["POST"],
+           requirements=FLOW_REQ)
+    @rest_method
+    def post_flow_done(self, req, coflow_id, index, **_kwargs):
+        """A receiver or host agent reports flow ``index`` (0-based, decimal) of the
+        coflow complete (issue 13): 200 ``{"finished": true}`` when this closed it,
+        ``false`` when it was already done or the coflow is not active; 404 unknown
+        coflow, 400 bad index."""
+        check_coflow_id(coflow_id)
+        if not (index.isascii() and index.isdigit() and len(index) <= 6):
+            raise RequestError(400, "index", f"must be a flow index 0, 1, ..., got "
+                                             f"{short(index)}")
+        return 200, self.app.flow_done(coflow_id, int(index))
 
     @route("rapier", PREFIX + "/topology", methods=["GET"])
     @rest_method
