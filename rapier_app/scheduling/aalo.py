@@ -40,11 +40,14 @@ class Aalo(_SeedScheduler):
             coflow sits in Q1 until the first refresh after its arrival.  ``0`` means
             continuous coordination: a coflow changes queue exactly when its bytes
             sent reach a threshold (the scheduler asks the simulator to wake it then).
-        rounds: weighted-sharing rounds before the final strict (work-conserving)
-            pass; see :meth:`_SeedScheduler.weighted_pass`.
+        rounds: ``None`` (default): Pseudocode 1 in full, weighted rounds until the
+            fabric is saturated; an int caps the rounds and hands what is left out
+            by strict priority (``rounds=2`` is this module's behaviour before issue
+            16).  See :meth:`_SeedScheduler.weighted_pass`.
 
     Raises:
-        SchedulerError: K < 1, E <= 1, q1_hi <= 0, delta < 0 or rounds < 0.
+        SchedulerError: K < 1, E <= 1, q1_hi <= 0, delta < 0 or rounds < 0 (when
+            given).
 
     Readings: queue i (1-based) holds total bytes sent in [Q1^hi E^(i-2), Q1^hi E^(i-1))
     with Q_1^lo = 0 and Q_K^hi = inf; a coflow at exactly a threshold has crossed it.
@@ -60,13 +63,13 @@ class Aalo(_SeedScheduler):
     clairvoyant = False
     #: D-CLAS reads only each coflow's total bytes sent (the coordinator's view)
     reads_progress = "coflow"
-    #: the final strict pass water-fills what the weighted rounds left (Pseudocode
-    #: 1 line 14: unused share goes to the other queues)
+    #: weighted rounds repeat until no flow can grow (Pseudocode 1 line 2, "while
+    #: Fabric is not saturated"; line 14: unused share goes to the other queues)
     work_conserving = "path"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  K: int = 10, E: float = 10.0, q1_hi: float = 10 * MIB, delta: float = 0.010,
-                 rounds: int = 2):
+                 rounds: Optional[int] = None):
         super().__init__(topology, seed, max_paths)
         if int(K) < 1:
             raise SchedulerError(f"K: must be >= 1, got {K!r}")
@@ -76,13 +79,13 @@ class Aalo(_SeedScheduler):
             raise SchedulerError(f"q1_hi: must be > 0 bytes, got {q1_hi!r}")
         if not delta >= 0:
             raise SchedulerError(f"delta: must be >= 0 s, got {delta!r}")
-        if int(rounds) < 0:
-            raise SchedulerError(f"rounds: must be >= 0, got {rounds!r}")
+        if rounds is not None and int(rounds) < 0:
+            raise SchedulerError(f"rounds: must be >= 0 or None, got {rounds!r}")
         self.K = int(K)
         self.E = float(E)
         self.q1_hi = float(q1_hi)
         self.delta = float(delta)
-        self.rounds = int(rounds)
+        self.rounds = None if rounds is None else int(rounds)
         #: thresholds Q_i^hi for i = 1..K-1, in bytes
         self.thresholds = self.q1_hi * self.E ** np.arange(self.K - 1)
         self._queue: Dict[str, int] = {}     # coflow_id -> queue index (0-based) of the view
@@ -136,7 +139,6 @@ class Aalo(_SeedScheduler):
                                     for c in byq[q]]) for q in range(self.K) if byq[q]]
         res = self.fresh_residual()
         self.weighted_pass(queues, res, rates, self.rounds)
-        self.strict_pass([gm for _, groups in queues for gm in groups], res, rates)
         order = [c.coflow_id for q in byq for c in q]
         return order, {"queues": {c.coflow_id: self._queue[c.coflow_id] + 1 for c in coflows}}
 

@@ -59,7 +59,7 @@ class Philae(Aalo):
         metric: ``"contention"`` or ``"size"``.
         K, E, q1_hi: classes of the metric as in :class:`Aalo` (bytes).
         weight_base: ratio of consecutive class weights (> 1).
-        rounds: weighted rounds before the final strict pass.
+        rounds: weighted rounds (``None``: until saturated, as :class:`Aalo`).
 
     Raises:
         SchedulerError: unknown metric or bad numbers.
@@ -75,7 +75,8 @@ class Philae(Aalo):
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  metric: str = "contention", K: int = 10, E: float = 10.0,
-                 q1_hi: float = 10 * MIB, weight_base: float = 10.0, rounds: int = 2):
+                 q1_hi: float = 10 * MIB, weight_base: float = 10.0,
+                 rounds: Optional[int] = None):
         super().__init__(topology, seed, max_paths, K=K, E=E, q1_hi=q1_hi, delta=0.0,
                          rounds=rounds)
         if metric not in ("contention", "size"):
@@ -178,6 +179,5 @@ class Philae(Aalo):
         queues = [(self.weight(q), [(self.group(c), None)
                                     for c in byq[q]]) for q in range(self.K) if byq[q]]
         self.weighted_pass(queues, res, rates, self.rounds)
-        self.strict_pass([gm for _, groups in queues for gm in groups], res, rates)
         order = [c.coflow_id for c in piloting] + [c.coflow_id for q in byq for c in q]
         return order, {"piloting": [c.coflow_id for c in piloting]}

@@ -139,6 +139,10 @@ def link_index(P: np.ndarray, nl: int) -> Tuple[np.ndarray, np.ndarray]:
 #: Row count from which :func:`waterfill` keeps its link counts incrementally.
 WATERFILL_INCREMENTAL = 48
 
+#: Safety cap on the rounds of :meth:`_SeedScheduler.weighted_pass` run "until the
+#: fabric is saturated" (each round allocates a positive amount; see the method).
+MAX_WEIGHTED_ROUNDS = 200
+
 
 def _waterfill_plain(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
     """:func:`waterfill` recounting every active flow's links per iteration."""
@@ -313,6 +317,10 @@ class _SeedScheduler(Scheduler):
         self._routed: Dict[str, List[str]] = {}  # coflow_id -> flow ids routed
         self._groups: Dict[str, _Group] = {}
         self._last_rates: Dict[str, float] = {}  # coflow_id -> total bit/s last given
+        #: weighted passes that hit MAX_WEIGHTED_ROUNDS (expected 0) and the most
+        #: rounds one pass needed (diagnostics of :meth:`weighted_pass`)
+        self.rounds_capped = 0
+        self.rounds_max = 0
 
     @staticmethod
     def _path_width(topology: Topology) -> int:
@@ -428,21 +436,44 @@ class _SeedScheduler(Scheduler):
             o += g.n
 
     def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
-                      residual: np.ndarray, rates: Dict[str, np.ndarray], rounds: int) -> None:
-        """Weighted sharing across queues, strict order inside each queue.
+                      residual: np.ndarray, rates: Dict[str, np.ndarray],
+                      rounds: Optional[int] = None) -> int:
+        """Weighted max-min sharing across queues, strict order inside each queue
+        (Aalo Pseudocode 1, lines 2-14, on a network of links).
 
-        Reading of Aalo Pseudocode 1 (lines 3-14) on a network of links: in each round,
-        on every link the free capacity is split among the queues that have a flow
-        able to grow across it, in proportion to the queue weights; inside its share a
-        queue serves its coflows in order (FIFO for Aalo), each coflow's flows max-min
-        fair.  Capacity a queue cannot use is offered again in the next round to the
-        queues that can still grow ("distribute unused share ... max-min among other
-        queues", line 14).  ``rounds`` such rounds are run; the caller finishes with a
-        :meth:`strict_pass` so that the result is work conserving.
+        One round: on every link the capacity still free is split among the queues
+        that have a flow able to grow across it (every link of the flow's path still
+        free), in proportion to the queue weights ("Q_i.share = Q_i.weight / W",
+        line 13); inside its share a queue serves its coflows in the given order
+        (FIFO for Aalo, lines 3-4), each coflow's flows max-min fair (line 6).  The
+        share a queue could not use is offered in the next round to the queues that
+        can still grow, again in proportion to their weights ("Distribute unused
+        Q_i.share using E(.)", line 8, with E = "Max-Min among Q_{j != i}", line 14;
+        Section 4.4: "Excess share of any queue is divided among unsaturated queues in
+        proportion to their weights using max-min fairness").  Rounds repeat "while
+        Fabric is not saturated" (line 2): until no queue has a flow whose links all
+        have free capacity, so the result is work conserving.
+
+        Args:
+            queues: (weight > 0, [(group, mask or None), ...]) per non-empty queue,
+                coflows in service order.
+            residual: free capacity per link plus the dummy entry (bit/s), reduced in
+                place.
+            rates: ``rates[id(group)]`` (bit/s per active flow), increased in place.
+            rounds: ``None`` (default) runs rounds until the fabric is saturated, at
+                most :data:`MAX_WEIGHTED_ROUNDS`; an int runs at most that many.  In
+                both cases capacity still usable after the last round is handed out
+                by a :meth:`strict_pass` in queue order (never reached with ``None``
+                unless the safety cap is hit; counted in ``self.rounds_capped``).
+
+        Returns:
+            The number of rounds run.
         """
         L = self._L
         tol = self._tol
-        for _ in range(rounds):
+        cap = MAX_WEIGHTED_ROUNDS if rounds is None else int(rounds)
+        done = 0
+        while True:
             W = np.zeros(L + 1)
             present = []
             free = residual > tol
@@ -467,7 +498,12 @@ class _SeedScheduler(Scheduler):
                     W[mark] += w
                 present.append(found)
             if not any(present):
-                return
+                return done  # saturated: no queue can grow
+            if done >= cap:
+                break
+            done += 1
+            if done > self.rounds_max:
+                self.rounds_max = done
             used = np.zeros(L + 1)
             base = residual.copy()
             for (w, groups), pres in zip(queues, present):
@@ -482,6 +518,10 @@ class _SeedScheduler(Scheduler):
                 used[:L] += start[:L] - share[:L]
             residual[:L] -= used[:L]
             np.maximum(residual, 0.0, out=residual)
+        if rounds is None:
+            self.rounds_capped += 1
+        self.strict_pass([gm for _, groups in queues for gm in groups], residual, rates)
+        return done
 
     # -- output -------------------------------------------------------------------
     def emit(self, coflows: Sequence[CoflowState], rates: Dict[int, np.ndarray],

@@ -1,0 +1,77 @@
+"""The seed schedulers as their papers wrote them (issue 16).
+
+Every expected value is computed by hand in the comments; units are bytes, bit/s
+and seconds.  Each test fails on the code before issue 16.
+"""
+
+from fractions import Fraction as F
+
+import pytest
+
+from topologies import build_topology
+from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
+from rapier_app.scheduling import make_scheduler
+from rapier_app.scheduling.seeds import MIB
+
+GBPS = 1e9
+
+
+def states(specs, clairvoyant=False):
+    pol = InfoPolicy(clairvoyant)
+    return [CoflowState(s, pol) for s in specs]
+
+
+def rates(out):
+    return {fid: a.rate_bps for fid, a in out.allocations.items()}
+
+
+# ---------------------------------------------------------------------------------
+# Aalo, Pseudocode 1: weighted rounds "while Fabric is not saturated"
+# ---------------------------------------------------------------------------------
+def aalo_three_queues():
+    """A in Q1 (weight 3), B in Q2 (weight 2), C in Q3 (weight 1) on bigswitch:4
+    (K=3, Q1hi = 10 MiB, E = 10; bytes sent put B and C in their queues)."""
+    specs = [make_coflow("A", 0.0, [("h1", "h3", 1e12), ("h1", "h4", 1e12)]),
+             make_coflow("B", 0.0, [("h2", "h1", 1e12), ("h1", "h4", 1e12)]),
+             make_coflow("C", 0.0, [("h2", "h4", 1e12)])]
+    st = states(specs)
+    st[1].flows[0].bytes_sent = 10 * MIB
+    st[2].flows[0].bytes_sent = 100 * MIB
+    return st
+
+
+def test_aalo_weighted_rounds_until_saturated():
+    # Links (1 Gbit/s = 1): up1, up2 (senders), dn1, dn3, dn4 (receivers).
+    # Round 1, shares by weight among the queues with a flow on the link:
+    #   up1: A 3/5, B 2/5;  up2: B 2/3, C 1/3;  dn4: A 1/2, B 1/3, C 1/6;
+    #   dn3: A 1; dn1: B 1.
+    #   A: both flows on up1 -> 0.3 each.  B: B/0 = min(2/3, 1) = 2/3,
+    #   B/1 = min(2/5, 1/3) = 1/3.  C: min(1/3, 1/6) = 1/6.
+    #   Free: up1 1/15, up2 1/6, dn4 1/5, dn1 1/3, dn3 7/10.
+    # Round 2 (all three queues still grow): up1: A 1/25, B 2/75; up2: B 1/9,
+    #   C 1/18; dn4: A 1/10, B 1/15, C 1/30.  A: +1/50 each -> 0.32.
+    #   B/0 + 1/9 -> 7/9; B/1 + 2/75 -> 0.36; C + 1/30 -> 1/5.
+    #   Free: up1 0 (saturated), up2 1/45, dn4 3/25, dn1 2/9.
+    # Round 3: A and B/1 cross up1 (saturated); B (B/0) and C share up2 2:1:
+    #   B/0 + 2/135 -> 107/135; C + 1/135 -> 28/135.  up2 saturated: done.
+    topo = build_topology("bigswitch:4")
+    sch = make_scheduler("aalo", topo, K=3, delta=0.0)
+    r = rates(sch.schedule(0.0, aalo_three_queues()))
+    assert r["A/0"] == pytest.approx(0.32 * GBPS, rel=1e-12)
+    assert r["A/1"] == pytest.approx(0.32 * GBPS, rel=1e-12)
+    assert r["B/0"] == pytest.approx(float(F(107, 135)) * GBPS, rel=1e-12)
+    assert r["B/1"] == pytest.approx(0.36 * GBPS, rel=1e-12)
+    assert r["C/0"] == pytest.approx(float(F(28, 135)) * GBPS, rel=1e-12)
+    assert sch.rounds_max == 3 and sch.rounds_capped == 0
+
+
+def test_aalo_two_rounds_then_strict_is_the_old_reading():
+    # rounds=2 keeps the pre-issue-16 behaviour: after round 2 the 1/45 left on up2
+    # goes by strict priority to B (Q2) ahead of C (Q3): B/0 = 7/9 + 1/45 = 0.8,
+    # C stays at 1/5.
+    topo = build_topology("bigswitch:4")
+    r = rates(make_scheduler("aalo", topo, K=3, delta=0.0, rounds=2)
+              .schedule(0.0, aalo_three_queues()))
+    assert r["B/0"] == pytest.approx(0.8 * GBPS, rel=1e-12)
+    assert r["C/0"] == pytest.approx(0.2 * GBPS, rel=1e-12)
+
