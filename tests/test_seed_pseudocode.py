@@ -75,3 +75,37 @@ def test_aalo_two_rounds_then_strict_is_the_old_reading():
     assert r["B/0"] == pytest.approx(0.8 * GBPS, rel=1e-12)
     assert r["C/0"] == pytest.approx(0.2 * GBPS, rel=1e-12)
 
+
+# ---------------------------------------------------------------------------------
+# Philae: pilots never more than 1 % of a coflow's flows (one for a small coflow)
+# ---------------------------------------------------------------------------------
+def test_philae_pilot_count_bounded_by_one_percent():
+    topo = build_topology("bigswitch:30")
+    senders = [f"h{i}" for i in range(1, 21)]
+    receivers = [f"h{i}" for i in range(21, 31)]
+    # 20 senders x 10 receivers = 200 flows: floor(0.01 * 200) = 2 pilots (1 %),
+    # from 2 different senders (min(#senders, #receivers) would be 10, i.e. 5 %).
+    spec = make_coflow("W", 0.0, [(s, d, 1e9) for s in senders for d in receivers])
+    st = states([spec])
+    sch = make_scheduler("philae", topo)
+    pil = sch.choose_pilots(st[0], st)
+    assert len(pil) == 2
+    assert len({fid.split("/")[1] for fid in pil}) == 2
+    by_id = {f.flow_id: f for f in st[0].flows}
+    assert len({by_id[fid].src for fid in pil}) == 2
+    assert [sch.pilot_count(n, 50) for n in (1, 99, 100, 199, 200, 1000)] == [1, 1, 1, 1, 2, 10]
+    assert sch.pilot_count(1000, 3) == 3  # at most one per sender
+
+
+def test_philae_small_shuffle_one_pilot_cct():
+    # 2 x 2 shuffle of 1 MiB flows on bigswitch:4, d = 1 MiB * 8 / 1 Gbit/s.
+    # One pilot (4 flows < 100): h1->h3 runs alone, [0, d].  Then the other three
+    # run max-min: h2's uplink and h4's downlink carry two flows each -> 0.5 Gbit/s
+    # for all three, 2d more: CCT = 3d.  (Two pilots, min(2, 2), gave h1->h3 and
+    # h2->h4 in [0, d], then h1->h4 and h2->h3 in [d, 2d]: CCT 2d.)
+    from rapier_app.sim.simulator import simulate
+    topo = build_topology("bigswitch:4")
+    spec = make_coflow("S", 0.0, [(s, d, MIB) for s in ("h1", "h2") for d in ("h3", "h4")])
+    res = simulate(topo, [spec], make_scheduler("philae", topo))
+    d = MIB * 8 / GBPS
+    assert res.coflows[0].cct_s == pytest.approx(3 * d, rel=1e-9)

@@ -57,7 +57,7 @@ LEGACY = {"scheduling-only": {"incremental": False},
                      "wc_ties": "arrival"},
           # issue 16: the seed schedulers' pre-issue-16 readings, kept as options
           "aalo": {"rounds": 2},
-          "philae": {"rounds": 2}}
+          "philae": {"rounds": 2, "pilot_rule": "min-ports"}}
 
 
 def _run(wl, sched):

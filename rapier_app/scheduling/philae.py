@@ -8,6 +8,7 @@ the paper is silent: the class docstring and ``docs/seed-schedulers.md``.
 
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -34,12 +35,17 @@ class Philae(Aalo):
 
     Algorithm as implemented:
 
-    1. Pilots.  When a coflow first appears, p = min(#distinct senders, #distinct
-       receivers) pilot flows are chosen, at most one per sender: senders are taken
-       in increasing contention of their uplink (number of other live coflows with an
-       active flow on it), and each takes its flow whose receiver downlink has the
-       least contention, preferring receivers no other pilot uses; ties by flow order.
-       (For an m x r shuffle, min(m, r) <= 1% of m*r once m, r >= 100.)
+    1. Pilots.  When a coflow of n flows first appears,
+       p = min(#distinct senders, max(1, floor(pilot_fraction * n))) pilot flows are
+       chosen (``pilot_fraction`` = 0.01: "the number of pilot flows is never larger
+       than 1% of the total number of flows", Section 2.2; "fewer than 1% for
+       coflows with many flows", Section 2.1), at most one per sender ("one out of
+       multiple flows from each sender", Section 2.1).  A coflow of fewer than 100
+       flows gets one pilot: sampling needs at least one, and the paper's 1 % is
+       stated for coflows with many flows.  Senders are taken in increasing
+       contention of their uplink (number of other live coflows with an active flow
+       on it), and each takes its flow whose receiver downlink has the least
+       contention, preferring receivers no other pilot uses; ties by flow order.
     2. Piloting coflows' pilot flows are served first, strict priority, FIFO among
        piloting coflows, max-min among a coflow's pilots; their other flows wait.
     3. When all pilots have finished, the mean pilot size s (bytes, now known) is the
@@ -57,12 +63,18 @@ class Philae(Aalo):
 
     Args:
         metric: ``"contention"`` or ``"size"``.
+        pilot_fraction: the largest share of a coflow's flows sampled as pilots
+            (0 < pilot_fraction <= 1; default 0.01, Section 2.2).
+        pilot_rule: ``"fraction"`` (default, the rule above) or ``"min-ports"``:
+            min(#senders, #receivers) pilots, the public simulator's
+            ``minMapRedPilotFlows`` and this module's reading before issue 16 (more
+            than 1 % of the flows whenever a side has fewer than 100 ports).
         K, E, q1_hi: classes of the metric as in :class:`Aalo` (bytes).
         weight_base: ratio of consecutive class weights (> 1).
         rounds: weighted rounds (``None``: until saturated, as :class:`Aalo`).
 
     Raises:
-        SchedulerError: unknown metric or bad numbers.
+        SchedulerError: unknown metric or pilot_rule, or bad numbers.
     """
 
     clairvoyant = False
@@ -76,14 +88,22 @@ class Philae(Aalo):
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  metric: str = "contention", K: int = 10, E: float = 10.0,
                  q1_hi: float = 10 * MIB, weight_base: float = 10.0,
-                 rounds: Optional[int] = None):
+                 rounds: Optional[int] = None, pilot_fraction: float = 0.01,
+                 pilot_rule: str = "fraction"):
         super().__init__(topology, seed, max_paths, K=K, E=E, q1_hi=q1_hi, delta=0.0,
                          rounds=rounds)
         if metric not in ("contention", "size"):
             raise SchedulerError(f"metric: must be 'contention' or 'size', got {metric!r}")
         if not weight_base > 1:
             raise SchedulerError(f"weight_base: must be > 1, got {weight_base!r}")
+        if not 0 < pilot_fraction <= 1:
+            raise SchedulerError(f"pilot_fraction: must be in (0, 1], got {pilot_fraction!r}")
+        if pilot_rule not in ("fraction", "min-ports"):
+            raise SchedulerError(f"pilot_rule: must be 'fraction' or 'min-ports', got "
+                                 f"{pilot_rule!r}")
+        self.pilot_rule = pilot_rule
         self.metric = metric
+        self.pilot_fraction = float(pilot_fraction)
         self.weight_base = float(weight_base)
         self._pilots: Dict[str, set] = {}       # coflow_id -> pilot flow ids
         self._estimate: Dict[str, float] = {}   # coflow_id -> mean flow size (bytes)
@@ -100,6 +120,12 @@ class Philae(Aalo):
     def _ports(g: _Group, i: int) -> Tuple[int, int]:
         return int(g.ports[0][i]), int(g.ports[1][i])
 
+    def pilot_count(self, n_flows: int, n_senders: int) -> int:
+        """Number of pilots for a coflow of ``n_flows`` flows from ``n_senders``
+        distinct senders: min(n_senders, max(1, floor(pilot_fraction * n_flows)))
+        (step 1 of the class docstring; Philae Sections 2.1-2.2)."""
+        return min(n_senders, max(1, math.floor(self.pilot_fraction * n_flows + 1e-9)))
+
     def choose_pilots(self, c: CoflowState, live: Sequence[CoflowState]) -> set:
         """Pick ``c``'s pilot flow ids (step 1 of the class docstring)."""
         g = self.group(c)
@@ -113,8 +139,10 @@ class Philae(Aalo):
         by_sender: Dict[str, List[int]] = {}
         for i, f in enumerate(g.flows):
             by_sender.setdefault(f.src, []).append(i)
-        receivers = {f.dst for f in g.flows}
-        p = max(1, min(len(by_sender), len(receivers)))
+        if self.pilot_rule == "fraction":
+            p = self.pilot_count(len(c.flows), len(by_sender))
+        else:
+            p = max(1, min(len(by_sender), len({f.dst for f in g.flows})))
         senders = sorted(by_sender, key=lambda s: (busy.get(self._ports(g, by_sender[s][0])[0], 0),
                                                    by_sender[s][0]))
         chosen, used_rx = set(), set()
