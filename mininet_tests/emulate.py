@@ -33,13 +33,20 @@ import os
 import signal
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .workloads import HEADER_GOODPUT, MAX_FLOWS
 
 #: Default link speed of the emulation, Mbit/s.
 DEFAULT_LINK_MBPS = 10.0
 #: Default size scale: 1/1600 of Table II's volumes (with 10 Mbit/s links: 1/16 of the time).
 DEFAULT_SCALE = 1.0 / 1600
 SCHEDULERS = ("rapier", "routing-only", "baseline")
+#: Default schedulers on the fabrics (--synthetic, --trace).
+FABRIC_SCHEDULERS = ("rapier", "scheduling-only", "routing-only", "baseline")
+#: Default size scale on the fabrics: with 10 Mbit/s links (1/100 of 1 Gbit/s) every
+#: transfer takes the time the unscaled workload takes in the simulator at 1 Gbit/s.
+DEFAULT_FABRIC_SCALE = 0.01
 LOG = logging.getLogger("rapier-emulate")
 
 
@@ -61,11 +68,12 @@ def controller_named(coflows: Sequence) -> list:
     return out
 
 
-def simulate_testbed(scheduler: str, scale: float, link_bps: float) -> List[float]:
+def simulate_testbed(scheduler: str, scale: float, link_bps: float,
+                     goodput: float = 1.0) -> List[float]:
     """Simulated CCTs (s, coflow order 1..3) of the scaled Table II scenario.
 
-    Same topology (``leaf_spine(3, 3, 3, link_bps)``), sizes and flow ids
-    (:func:`controller_named`) as the emulated run.
+    Same topology (``leaf_spine(3, 3, 3, link_bps)``, capacities x ``goodput``),
+    sizes and flow ids (:func:`controller_named`) as the emulated run.
 
     Raises:
         rapier_app.scheduling.SchedulerError: unknown scheduler.
@@ -75,8 +83,10 @@ def simulate_testbed(scheduler: str, scale: float, link_bps: float) -> List[floa
     from rapier_app.sim import simulate
     from topologies import leaf_spine
 
+    from rapier_app.cli import apply_goodput
+
     load_all()
-    topo = leaf_spine(3, 3, 3, link_bps=link_bps)
+    topo = apply_goodput(leaf_spine(3, 3, 3, link_bps=link_bps), goodput)
     res = simulate(topo, controller_named(testbed_workload(scale)),
                    make_scheduler(scheduler, topo))
     return [float(x) for x in res.ccts]
@@ -87,27 +97,48 @@ def improvement(avg_other: float, avg_rapier: float) -> float:
     return (avg_other - avg_rapier) / avg_other
 
 
-def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: float,
-                  controller_opts: Optional[Dict[str, object]] = None,
-                  workdir: Optional[str] = None) -> dict:
-    """Emulate the scaled testbed scenario under one scheduler.
+def _summary(ccts: Sequence[float]) -> Tuple[float, float]:
+    """(mean, 95th percentile with linear interpolation) of CCTs in seconds."""
+    import numpy as np
+
+    a = np.asarray(list(ccts), dtype=float)
+    return float(a.mean()), float(np.percentile(a, 95))
+
+
+def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: float,
+                 timeout_s: float, goodput: float = HEADER_GOODPUT,
+                 controller_opts: Optional[Dict[str, object]] = None,
+                 workdir: Optional[str] = None, report_done: bool = True,
+                 extra: Optional[dict] = None) -> dict:
+    """Emulate ``coflows`` on ``topology`` under one scheduler, and simulate them.
+
+    Args:
+        coflows: the scaled workload with controller flow ids and unique dst ports
+            (:func:`mininet_tests.workloads.build_workload`, :func:`controller_named`).
+        link_mbps: every link's speed (Mbit/s); the simulator runs the same fabric
+            with each capacity x ``goodput`` (:func:`mininet_tests.workloads.simulate`).
+        report_done: completions reported by the receivers at once (False: the
+            controller's flow-statistics polling only).
+        extra: keys copied into the result (e.g. ``scale``).
 
     Returns:
-        ``{"coflows", "avg_cct_s", "ccts_s", "sim_avg_cct_s", "sim_ccts_s", "wall_s",
-        "transfer_wall_s", "scale", "link_bps", "workdir"}``; ``wall_s`` covers the whole
-        run (network and controller start, transfers, teardown).
+        ``{"coflows", "avg_cct_s", "p95_cct_s", "ccts_s", "sim_avg_cct_s",
+        "sim_p95_cct_s", "sim_ccts_s", "coflow_ids", "wall_s", "transfer_wall_s",
+        "link_bps", "goodput", "topology", "workdir", "_run", "_sim_timelines"}``;
+        ``wall_s`` covers the whole run (network and controller start, transfers,
+        teardown).  The ``_`` keys (the raw run and the simulator's per-flow
+        timelines) are for the output folder, not the printed JSON.
 
     Raises:
         mininet_tests.runner.EmulationError: a component failed or a flow did not finish.
     """
-    from rapier_app.core.workload import testbed_workload
-
     from .runner import Emulation, EmulationError
+    from .timelines import simulated_timelines
+    from .workloads import simulate
 
     t0 = time.time()
-    coflows = testbed_workload(scale)
     for attempt in (1, 2):
-        em = Emulation("leafspine:3,3,3", scheduler=scheduler, bw_mbps=link_mbps,
+        em = Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps,
                        enforce=(scheduler != "baseline"), workdir=workdir,
                        controller_opts=controller_opts)
         try:
@@ -118,17 +149,41 @@ def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: flo
             LOG.warning("%s: start-up failed (%s); retrying once", scheduler, exc)
             continue
         try:
-            res = em.run_coflows(coflows, timeout_s=timeout_s)
+            res = em.run_coflows(coflows, timeout_s=timeout_s, report_done=report_done)
         finally:
             em.__exit__(None, None, None)
         break
-    wd = em.workdir
-    sim = simulate_testbed(scheduler, scale, link_mbps * 1e6)
-    ccts = res.ccts
-    return {"coflows": len(ccts), "avg_cct_s": sum(ccts) / len(ccts), "ccts_s": ccts,
-            "sim_avg_cct_s": sum(sim) / len(sim), "sim_ccts_s": sim,
-            "wall_s": time.time() - t0, "transfer_wall_s": res.wall_s,
-            "scale": scale, "link_bps": link_mbps * 1e6, "workdir": wd}
+    log: list = []
+    sim = simulate(topology, coflows, scheduler, link_mbps * 1e6, goodput,
+                   seed=int((controller_opts or {}).get("seed", 0)), event_log=log)
+    sizes = {f.flow_id: f.size_bytes for c in coflows for f in c.flows}
+    ccts, sim_ccts = res.ccts, [float(x) for x in sim.ccts]
+    avg, p95 = _summary(ccts)
+    savg, sp95 = _summary(sim_ccts)
+    out = {"coflows": len(ccts), "avg_cct_s": avg, "p95_cct_s": p95, "ccts_s": ccts,
+           "sim_avg_cct_s": savg, "sim_p95_cct_s": sp95, "sim_ccts_s": sim_ccts,
+           "coflow_ids": [c.coflow_id for c in res.coflows],
+           "wall_s": time.time() - t0, "transfer_wall_s": res.wall_s,
+           "link_bps": link_mbps * 1e6, "goodput": goodput, "topology": topology,
+           "workdir": em.workdir}
+    out.update(extra or {})
+    out["_run"] = res.to_dict()
+    out["_sim_timelines"] = simulated_timelines(log, sizes)
+    return out
+
+
+def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: float,
+                  controller_opts: Optional[Dict[str, object]] = None,
+                  workdir: Optional[str] = None, goodput: float = HEADER_GOODPUT,
+                  report_done: bool = True) -> dict:
+    """Emulate the scaled testbed scenario (Table II on ``leafspine:3,3,3``) under one
+    scheduler: :func:`run_workload` with ``testbed_workload(scale)`` and the
+    controller's flow ids (result also has ``scale``)."""
+    from rapier_app.core.workload import testbed_workload
+
+    return run_workload(scheduler, "leafspine:3,3,3", controller_named(testbed_workload(scale)),
+                        link_mbps, timeout_s, goodput, controller_opts, workdir, report_done,
+                        extra={"scale": scale})
 
 
 def add_improvements(results: Dict[str, dict]) -> None:
@@ -144,59 +199,206 @@ def add_improvements(results: Dict[str, dict]) -> None:
                                                  ra["sim_avg_cct_s"]) for n in others}
 
 
-def format_table(results: Dict[str, dict]) -> str:
-    """Human-readable table: per-coflow CCTs (emulated / simulated), averages, improvement."""
+def format_table(results: Dict[str, dict], title: str = "") -> str:
+    """Human-readable table: CCTs emulated / simulated per scheduler, then RAPIER's
+    improvements.  Up to 4 coflows: one column per coflow (the testbed's layout);
+    more: average and p95 only, with the emulated average's deviation from the
+    simulator's in %."""
     lines = []
     any_r = next(iter(results.values()))
-    lines.append(f"RAPIER Table II testbed, scaled: sizes x {any_r['scale']:g}, links "
-                 f"{any_r['link_bps'] / 1e6:g} Mbit/s (CCTs in seconds; emulated / simulated)")
+    if title:
+        lines.append(title)
+    else:
+        lines.append(f"RAPIER Table II testbed, scaled: sizes x {any_r['scale']:g}, links "
+                     f"{any_r['link_bps'] / 1e6:g} Mbit/s (CCTs in seconds; emulated / "
+                     f"simulated)")
     n = max(r["coflows"] for r in results.values())
-    head = f"{'scheduler':<14}" + "".join(f"{'coflow ' + str(i + 1):>18}" for i in range(n))
-    head += f"{'average':>18}{'wall s':>9}"
-    lines.append(head)
-    for name, r in results.items():
-        cells = "".join(f"{e:>9.2f} / {s:<6.2f}" for e, s in zip(r["ccts_s"], r["sim_ccts_s"]))
-        lines.append(f"{name:<14}{cells}{r['avg_cct_s']:>9.2f} / {r['sim_avg_cct_s']:<6.2f}"
-                     f"{r['wall_s']:>9.1f}")
+    if n <= 4:
+        head = f"{'scheduler':<14}" + "".join(f"{'coflow ' + str(i + 1):>18}" for i in range(n))
+        head += f"{'average':>18}{'wall s':>9}"
+        lines.append(head)
+        for name, r in results.items():
+            cells = "".join(f"{e:>9.2f} / {s:<6.2f}" for e, s in zip(r["ccts_s"], r["sim_ccts_s"]))
+            lines.append(f"{name:<14}{cells}{r['avg_cct_s']:>9.2f} / {r['sim_avg_cct_s']:<6.2f}"
+                         f"{r['wall_s']:>9.1f}")
+    else:
+        lines.append(f"{'scheduler':<18}{'coflows':>8}{'average':>18}{'deviation':>10}"
+                     f"{'p95':>18}{'wall s':>9}")
+        for name, r in results.items():
+            dev = 100 * (r["avg_cct_s"] - r["sim_avg_cct_s"]) / r["sim_avg_cct_s"]
+            lines.append(f"{name:<18}{r['coflows']:>8}{r['avg_cct_s']:>9.2f} / "
+                         f"{r['sim_avg_cct_s']:<6.2f}{dev:>+9.1f}%"
+                         f"{r.get('p95_cct_s', float('nan')):>9.2f} / "
+                         f"{r.get('sim_p95_cct_s', float('nan')):<6.2f}{r['wall_s']:>9.1f}")
     if "rapier" in results:
         ra = results["rapier"]
-        for other in ("baseline", "routing-only"):
-            if other in results:
-                o = results[other]
-                lines.append(f"improvement of rapier over {other}: emulated "
-                             f"{100 * improvement(o['avg_cct_s'], ra['avg_cct_s']):.1f} %, "
-                             f"simulated "
-                             f"{100 * improvement(o['sim_avg_cct_s'], ra['sim_avg_cct_s']):.1f} %")
+        for other in [o for o in results if o != "rapier"]:
+            o = results[other]
+            lines.append(f"improvement of rapier over {other}: emulated "
+                         f"{100 * improvement(o['avg_cct_s'], ra['avg_cct_s']):.1f} %, "
+                         f"simulated "
+                         f"{100 * improvement(o['sim_avg_cct_s'], ra['sim_avg_cct_s']):.1f} %")
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``rapier-emulate``; exit status 0 when every run completed."""
-    from rapier_app.cli_common import add_common_arguments, setup_logging
-    from rapier_app.progress import bar, note, progress_enabled
+def write_outputs(results: Dict[str, dict], out_dir: str, meta: dict,
+                  plot: Optional[str] = None) -> Dict[str, dict]:
+    """Write ``summary.json`` (the printed JSON plus ``meta``), ``timelines.json``
+    (per scheduler, per flow: emulated controller rate and bytes received, simulated
+    rate and bytes sent, on a 0.1 s grid: :mod:`mininet_tests.timelines`) and each
+    run's ``run-<scheduler>.json`` into ``out_dir``; with ``plot`` (a coflow id, or
+    ``""`` for the first coflow) one ``timeline-<scheduler>-<coflow>.png`` per
+    scheduler.  Removes the ``_`` keys from ``results`` (in place) and returns it.
 
+    Raises:
+        OSError: ``out_dir`` not writable.  KeyError: ``plot`` names no coflow.
+    """
+    from .timelines import emulated_timelines, plot_coflow
+
+    os.makedirs(out_dir, exist_ok=True)
+    tls = {}
+    for name, r in results.items():
+        run = r.pop("_run", None)
+        sim_tl = r.pop("_sim_timelines", {})
+        if run is None:
+            continue
+        emu_tl = emulated_timelines(run)
+        tls[name] = {"emulated": emu_tl, "simulated": sim_tl}
+        with open(os.path.join(out_dir, f"run-{name}.json"), "w") as fh:
+            json.dump(run, fh, indent=1)
+        if plot is not None:
+            cid = plot or r["coflow_ids"][0]
+            if cid not in r["coflow_ids"]:
+                raise KeyError(f"--plot: no coflow {cid!r} (coflows: "
+                               f"{', '.join(r['coflow_ids'][:10])}...)")
+            i = r["coflow_ids"].index(cid)
+            arr = run["coflows"][i]["arrival_s"]
+            png = os.path.join(out_dir, f"timeline-{name}-{cid}.png")
+            plot_coflow(cid, emu_tl, sim_tl, png, arrival_s=arr,
+                        sim_arrival_s=meta.get("arrivals_s", {}).get(cid, arr),
+                        title=f"{name}, coflow {cid}: emulated CCT {r['ccts_s'][i]:.2f} s, "
+                              f"simulated {r['sim_ccts_s'][i]:.2f} s")
+            r["plot"] = png
+    with open(os.path.join(out_dir, "timelines.json"), "w") as fh:
+        json.dump(tls, fh)
+    with open(os.path.join(out_dir, "summary.json"), "w") as fh:
+        json.dump({"results": results, **meta}, fh, indent=1)
+    return results
+
+
+def _parse_synthetic(text: str) -> Tuple[int, int, float]:
+    parts = text.split(",")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        n, w, ia = int(parts[0]), int(parts[1]), float(parts[2])
+    except ValueError:
+        raise ValueError(f"--synthetic: expected N,WIDTH,INTERARRIVAL_S, got {text!r}") from None
+    return n, w, ia
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rapier-emulate`` argument parser."""
     ap = argparse.ArgumentParser(prog="rapier-emulate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenario", choices=["testbed"], default="testbed",
-                    help="RAPIER Table II testbed (the only scenario)")
-    ap.add_argument("--schedulers", default=",".join(SCHEDULERS),
-                    help="comma-separated schedulers (default %(default)s)")
-    ap.add_argument("--scale", type=float, default=DEFAULT_SCALE,
-                    help="flow size factor on Table II's volumes (default %(default)g)")
+    ap.add_argument("--scenario", choices=["testbed"], default=None,
+                    help="RAPIER Table II testbed (the default workload)")
+    ap.add_argument("--topology", metavar="SPEC",
+                    help="fattree:K, vl2:DA,DI,SERVERS_PER_TOR or leafspine:L,S,H "
+                         "(with --synthetic or --trace)")
+    ap.add_argument("--synthetic", metavar="N,WIDTH,INTERARRIVAL_S",
+                    help="the simulator's synthetic workload (RAPIER Section V-B)")
+    ap.add_argument("--sizes", default=None,
+                    help="synthetic flow sizes before scaling (default uniform:10,100 MB)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="workload seed (synthetic draw, trace placement; default 1)")
+    ap.add_argument("--trace", metavar="PATH", help="coflow-benchmark trace (with --limit)")
+    ap.add_argument("--limit", type=int, default=None, help="first N coflows of --trace")
+    ap.add_argument("--max-flows", type=int, default=MAX_FLOWS,
+                    help="refuse workloads with more flows (default %(default)s)")
+    ap.add_argument("--schedulers", default=None,
+                    help="comma-separated registry names (default: testbed "
+                         f"{','.join(SCHEDULERS)}; otherwise {','.join(FABRIC_SCHEDULERS)})")
+    ap.add_argument("--scale", type=float, default=None,
+                    help=f"flow size factor (default testbed {DEFAULT_SCALE:g}; otherwise "
+                         f"{DEFAULT_FABRIC_SCALE:g}: with 10 Mbit/s links the times of the "
+                         f"unscaled workload on 1 Gbit/s)")
     ap.add_argument("--link-mbps", type=float, default=DEFAULT_LINK_MBPS,
                     help="emulated link speed in Mbit/s (default %(default)g)")
+    ap.add_argument("--goodput", type=float, default=HEADER_GOODPUT,
+                    help="simulator link capacity factor (payload share; default "
+                         "%(default).4f = 1448/1514)")
+    ap.add_argument("--no-report", action="store_true",
+                    help="completions from the controller's flow-stats polling only "
+                         "(no receiver reports; for measuring their effect)")
     ap.add_argument("--timeout", type=float, default=300.0,
                     help="seconds one scheduler's transfers may take (default %(default)g)")
+    ap.add_argument("--out", default="rapier-emu-out",
+                    help="output folder: summary.json, timelines.json, run-*.json, plots "
+                         "(default %(default)s)")
+    ap.add_argument("--plot", nargs="?", const="", default=None, metavar="COFLOW",
+                    help="draw one coflow's per-flow timelines beside the simulator's "
+                         "(default: the first coflow)")
     ap.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``rapier-emulate``; exit status 0 when every run completed,
+    1 when a run failed, 2 for bad arguments."""
+    from rapier_app.cli_common import add_common_arguments, setup_logging
+    from rapier_app.progress import bar, note, progress_enabled
+    from topologies import TopologyError, build_topology
+
+    from .workloads import WorkloadUsageError, build_workload, check_schedulers
+
+    ap = build_parser()
     add_common_arguments(ap, quiet_help="no progress on stderr (-qq: errors only)",
                          verbose_help="INFO log lines of the run (-vv: DEBUG)")
     args = ap.parse_args(argv)
-    for field, v in (("scale", args.scale), ("link-mbps", args.link_mbps),
-                     ("timeout", args.timeout)):
+    fabric = bool(args.synthetic or args.trace)
+    if args.synthetic and args.trace:
+        ap.error("workload: give one of --synthetic, --trace, --scenario")
+    if fabric and args.scenario:
+        ap.error("--scenario: not with --synthetic/--trace")
+    if fabric and not args.topology:
+        ap.error("--topology: required with --synthetic and --trace")
+    if not fabric:
+        for opt, v in (("topology", args.topology), ("sizes", args.sizes),
+                       ("limit", args.limit)):
+            if v is not None:
+                ap.error(f"--{opt}: applies only to --synthetic/--trace; the testbed brings "
+                         f"its own")
+    if args.limit is not None and not args.trace:
+        ap.error("--limit: applies only to --trace")
+    if args.sizes is not None and not args.synthetic:
+        ap.error("--sizes: applies only to --synthetic")
+    scale = args.scale if args.scale is not None else \
+        (DEFAULT_FABRIC_SCALE if fabric else DEFAULT_SCALE)
+    for field, v in (("scale", scale), ("link-mbps", args.link_mbps),
+                     ("timeout", args.timeout), ("max-flows", args.max_flows)):
         if not v > 0:
             ap.error(f"--{field}: must be positive, got {v}")
-    names = [s.strip() for s in args.schedulers.split(",") if s.strip()]
-    if not names:
-        ap.error("--schedulers: empty")
+    if not 0 < args.goodput <= 1:
+        ap.error(f"--goodput: must be in (0, 1], got {args.goodput}")
+    default_names = FABRIC_SCHEDULERS if fabric else SCHEDULERS
+    names = [s.strip() for s in (args.schedulers or ",".join(default_names)).split(",")
+             if s.strip()]
+    try:
+        check_schedulers(names)
+        if fabric:
+            topo = build_topology(args.topology)
+            coflows, desc = build_workload(
+                topo, _parse_synthetic(args.synthetic) if args.synthetic else None,
+                args.sizes or "uniform:10,100", args.seed, args.trace, args.limit, scale,
+                args.max_flows)
+            spec = args.topology
+        else:
+            from rapier_app.core.workload import testbed_workload
+
+            coflows = controller_named(testbed_workload(scale))
+            desc, spec = f"RAPIER Table II testbed, sizes x {scale:g}", "leafspine:3,3,3"
+    except (WorkloadUsageError, TopologyError, ValueError) as exc:
+        ap.error(str(exc))
     if os.geteuid() != 0:
         print("rapier-emulate: must run as root (Mininet, Open vSwitch, tc)", file=sys.stderr)
         return 2
@@ -214,13 +416,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results: Dict[str, dict] = {}
     failed = []
     runs = bar(len(names), "rapier-emulate", unit="run", enabled=show)
+    note(f"[rapier-emulate] {spec}: {desc}; {len(coflows)} coflows, "
+         f"{sum(len(c.flows) for c in coflows)} flows, links {args.link_mbps:g} Mbit/s", tell)
     try:
         ovs.start()
         for name in names:
             runs.set_postfix_str(name)
             note(f"[rapier-emulate] {name}: running", tell)
             try:
-                results[name] = run_scheduler(name, args.scale, args.link_mbps, args.timeout)
+                results[name] = run_workload(name, spec, coflows, args.link_mbps, args.timeout,
+                                             args.goodput, report_done=not args.no_report,
+                                             extra={"scale": scale})
             except (EmulationError, OSError) as exc:
                 note(f"[rapier-emulate] {name}: FAILED: {exc}")
                 failed.append(name)
@@ -234,11 +440,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         runs.close()
         ovs.stop()
+    meta = {"topology": spec, "workload": desc, "link_bps": args.link_mbps * 1e6,
+            "scale": scale, "goodput": args.goodput, "report_done": not args.no_report,
+            "load_avg": list(os.getloadavg()),
+            "arrivals_s": {c.coflow_id: c.arrival_s for c in coflows}}
+    try:
+        write_outputs(results, args.out, meta, args.plot)
+    except (OSError, KeyError) as exc:
+        print(f"rapier-emulate: {exc}", file=sys.stderr)
+        failed.append("outputs")
     add_improvements(results)
     if args.json:
         print(json.dumps(results, indent=1))
     elif results:
-        print(format_table(results))
+        title = "" if not fabric else (
+            f"{spec}: {desc}, links {args.link_mbps:g} Mbit/s (CCTs in seconds; emulated / "
+            f"simulated with goodput {args.goodput:.3f})")
+        print(format_table(results, title))
     if failed:
         print(f"[rapier-emulate] failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -18,7 +18,12 @@
 :meth:`Emulation.run_coflows` then, for each coflow at its arrival time, starts one
 receiver per flow, submits the coflow over REST, and starts one sender per flow
 (:mod:`mininet_tests.transfer`, exactly the flow's bytes to its TCP dst port); a
-flow finishes when its receiver has every byte.  Leaving the context stops, by PID,
+flow finishes when its receiver has every byte.  The receiver announces that on its
+stdout pipe, which the run waits on (``select``), and the run reports the flow to the
+controller at once (``POST /coflows/<id>/flows/<n>/done``; hosts live in their own
+network namespaces and cannot reach the controller's loopback REST address
+themselves), so the controller hands the bandwidth on without waiting for its next
+flow-statistics poll (``report_done=False`` restores the polling-only behaviour).  Leaving the context stops, by PID,
 every process it started (senders, receivers, agents, ryu-manager), stops the
 network and, if it started Open vSwitch, its two daemons: also when something failed.
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -51,7 +57,7 @@ OVS_RUNDIR = "/var/run/openvswitch"
 OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
 REST_PREFIX = "/rapier/v1"
 #: Period (s) at which a run polls the controller's schedule for its timeline.
-SCHEDULE_POLL_S = 0.25
+SCHEDULE_POLL_S = 0.1
 
 
 class EmulationError(RuntimeError):
@@ -168,6 +174,10 @@ class FlowResult:
     start_s: Optional[float]
     finish_s: Optional[float]
     fct_s: Optional[float]
+    #: ``[[t_s, bytes received so far], ...]`` (t from the run's start), about every 0.1 s.
+    received: List[list] = field(default_factory=list)
+    #: When the controller was told the flow finished (s from the start; None: not told).
+    reported_s: Optional[float] = None
 
 
 @dataclass
@@ -189,12 +199,14 @@ class RunResult:
     ``schedule_timeline``: the controller's allocations (path, rate in bit/s per flow)
     each time they changed, polled every :data:`SCHEDULE_POLL_S` seconds, with the
     time ``t_s`` (seconds from the start) at which the change was seen.
+    ``t0_unix_s``: the run's start (``time.time()``).
     """
 
     scheduler: str
     coflows: List[CoflowResult]
     wall_s: float
     schedule_timeline: List[dict] = field(default_factory=list)
+    t0_unix_s: Optional[float] = None
 
     @property
     def ccts(self) -> List[float]:
@@ -215,6 +227,7 @@ class RunResult:
     def to_dict(self) -> dict:
         """JSON-ready form."""
         return {"scheduler": self.scheduler, "wall_s": self.wall_s,
+                "t0_unix_s": self.t0_unix_s,
                 "coflows": [asdict(c) for c in self.coflows],
                 "schedule_timeline": self.schedule_timeline}
 
@@ -538,10 +551,11 @@ class Emulation:
 
     # -- traffic ---------------------------------------------------------------------
     def start_receiver(self, host: str, port: int, nbytes: int, out: str) -> subprocess.Popen:
-        """Start a receiver of exactly ``nbytes`` bytes on ``host``:``port``."""
+        """Start a receiver of exactly ``nbytes`` bytes on ``host``:``port``; its stdout
+        is a pipe carrying one ``done ...`` line when it has every byte."""
         p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "recv",
                                   "--port", str(port), "--bytes", str(nbytes), "--out", out],
-                                 cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                 cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.transfers.append(p)
         return p
 
@@ -571,6 +585,39 @@ class Emulation:
         if not timeline or timeline[-1]["allocations"] != alloc:
             timeline.append({"t_s": t, "allocations": alloc})
 
+    def _release(self, c, procs: Dict[str, tuple], t0: float) -> CoflowResult:
+        """Submit coflow ``c`` (if there is a controller) and release its senders;
+        returns its result record with the arrival (s from ``t0``)."""
+        arrival = time.time() - t0
+        if self.start_controller:
+            self.submit({"id": c.coflow_id, "flows": [
+                {"src": f.src, "dst": f.dst, "size_bytes": procs[f.flow_id][3],
+                 "dst_port": f.dst_port} for f in c.flows]})
+        for f in c.flows:
+            open(procs[f.flow_id][2] + ".go", "w").close()
+        return CoflowResult(c.coflow_id, arrival, None, None)
+
+    def report_done(self, coflow_id: str, index: int) -> Optional[bool]:
+        """Tell the controller flow ``index`` of ``coflow_id`` has every byte
+        (``POST /coflows/<id>/flows/<index>/done``).
+
+        Returns:
+            The controller's ``finished`` (False: it had already closed the flow from
+            its flow statistics), or None when the report failed (logged; the
+            controller's polling still completes the flow).
+        """
+        try:
+            st, obj = client.request(
+                self.rest, "POST", f"{REST_PREFIX}/coflows/{coflow_id}/flows/{index}/done",
+                None, timeout=5)
+        except OSError as exc:
+            LOG.warning("report of %s/%d failed: %s", coflow_id, index, exc)
+            return None
+        if st != 200:
+            LOG.warning("report of %s/%d: %s %s", coflow_id, index, st, obj)
+            return None
+        return bool(obj.get("finished"))
+
     def warm_up(self) -> float:
         """Submit and cancel a throw-away coflow (id ``warmup``) before the clock starts.
 
@@ -597,7 +644,7 @@ class Emulation:
 
     def run_coflows(self, coflows: Sequence, timeout_s: float = 300.0,
                     monitor: Optional[Callable[[float], None]] = None,
-                    warm_up: bool = True) -> RunResult:
+                    warm_up: bool = True, report_done: bool = True) -> RunResult:
         """Run coflows (``CoflowSpec`` objects) and measure their CCTs.
 
         Before the clock starts, one receiver and one (waiting) sender per flow are
@@ -610,6 +657,11 @@ class Emulation:
         ``monitor(elapsed_s)``, if given, is called about every 50 ms while flows run
         (tests use it to read rules and rates back during the transfers).  With
         ``warm_up`` (and a controller), :meth:`warm_up` runs before the clock starts.
+        With ``report_done`` (and a controller) each flow is reported finished to the
+        controller as soon as its receiver announces its last byte
+        (:meth:`report_done`); otherwise the controller finds out from its
+        flow-statistics poll.  Arrivals and completions are handled in one loop, so
+        a completion is reported at once also while later coflows are still to come.
 
         Returns:
             RunResult with per-flow and per-coflow times (seconds from the start).
@@ -646,44 +698,57 @@ class Emulation:
             _wait_file(base + ".send.json.armed", 30.0, sp)
         if warm_up and self.start_controller:
             LOG.info("controller warm-up submission took %.3f s", self.warm_up())
+        index = {f.flow_id: (c.coflow_id, n) for c in order for n, f in enumerate(c.flows)}
+        sel = selectors.DefaultSelector()
+        for fid, (rp, _, _, _) in procs.items():
+            sel.register(rp.stdout, selectors.EVENT_READ, fid)
         t0 = time.time()
         results: List[CoflowResult] = []
-        for c in order:
-            delay = t0 + c.arrival_s - time.time()
-            if delay > 0:
-                time.sleep(delay)
-            arrival = time.time() - t0
-            if self.start_controller:
-                self.submit({"id": c.coflow_id, "flows": [
-                    {"src": f.src, "dst": f.dst, "size_bytes": procs[f.flow_id][3],
-                     "dst_port": f.dst_port} for f in c.flows]})
-            for f in c.flows:
-                open(procs[f.flow_id][2] + ".go", "w").close()
-            results.append(CoflowResult(c.coflow_id, arrival, None, None))
+        arrivals = list(order)
         deadline = t0 + timeout_s
         pending = dict(procs)
+        reported: Dict[str, float] = {}
         timeline: List[dict] = []
         next_poll = 0.0
-        while pending:
-            for fid in list(pending):
-                rp = pending[fid][0]
-                if rp.poll() is None:
-                    continue
-                if rp.returncode != 0:
-                    raise EmulationError(f"flow {fid}: receiver exited {rp.returncode}: "
-                                         f"{rp.stderr.read().decode(errors='replace')[-500:]}")
-                del pending[fid]
-            if not pending:
-                break
-            if time.time() > deadline:
-                raise EmulationError(f"flows {sorted(pending)}: not finished within "
-                                     f"{timeout_s} s (see {tdir})")
-            if monitor is not None:
-                monitor(time.time() - t0)
-            if self.start_controller and time.time() >= next_poll:
-                next_poll = time.time() + SCHEDULE_POLL_S
-                self._record_schedule(timeline, time.time() - t0)
-            time.sleep(0.05)
+        try:
+            while pending:
+                now = time.time()
+                while arrivals and t0 + arrivals[0].arrival_s <= now:
+                    c = arrivals.pop(0)
+                    results.append(self._release(c, procs, t0))
+                    now = time.time()
+                wait = 0.05 if not arrivals else \
+                    min(0.05, max(t0 + arrivals[0].arrival_s - now, 0.0))
+                for key, _ in sel.select(wait):
+                    fid = key.data
+                    line = key.fileobj.readline().decode(errors="replace").split()
+                    sel.unregister(key.fileobj)
+                    if (report_done and self.start_controller and len(line) == 3
+                            and line[0] == "done" and int(line[1]) == procs[fid][3]):
+                        self.report_done(*index[fid])
+                        reported[fid] = time.time() - t0
+                for fid in list(pending):
+                    rp = pending[fid][0]
+                    if rp.poll() is None:
+                        continue
+                    if rp.returncode != 0:
+                        raise EmulationError(f"flow {fid}: receiver exited {rp.returncode}: "
+                                             f"{rp.stderr.read().decode(errors='replace')[-500:]}")
+                    del pending[fid]
+                if not pending:
+                    break
+                if time.time() > deadline:
+                    raise EmulationError(f"flows {sorted(pending)}: not finished within "
+                                         f"{timeout_s} s (see {tdir})")
+                if monitor is not None:
+                    monitor(time.time() - t0)
+                if self.start_controller and time.time() >= next_poll:
+                    next_poll = time.time() + SCHEDULE_POLL_S
+                    self._record_schedule(timeline, time.time() - t0)
+        finally:
+            sel.close()
+        if self.start_controller:
+            self._record_schedule(timeline, time.time() - t0)
         wall = time.time() - t0
         by_id = {c.coflow_id: c for c in results}
         for c in order:
@@ -695,9 +760,11 @@ class Emulation:
                 s = _read_json(base + ".send.json") or {}
                 fin = r["done_s"] - t0
                 start = s.get("start_s")
+                got = [[round(t - t0, 4), b] for t, b in r.get("samples", [])]
                 cr.flows.append(FlowResult(f.flow_id, c.coflow_id, f.src, f.dst, f.dst_port, n,
                                            r["bytes"], None if start is None else start - t0,
-                                           fin, fin - cr.arrival_s))
+                                           fin, fin - cr.arrival_s, got,
+                                           reported.get(f.flow_id)))
             cr.finish_s = max(fl.finish_s for fl in cr.flows)
             cr.cct_s = cr.finish_s - cr.arrival_s
             if self.start_controller:
@@ -705,7 +772,7 @@ class Emulation:
         for p in list(self.transfers):
             _quiet(stop_pid, p, "transfer", 2.0)
         self.transfers = []
-        res = RunResult(self.scheduler, results, wall, timeline)
+        res = RunResult(self.scheduler, results, wall, timeline, t0)
         with open(os.path.join(self.workdir, "result.json"), "w") as fh:
             json.dump(res.to_dict(), fh, indent=1)
         return res

@@ -6,9 +6,13 @@ Run inside Mininet hosts (one process each, so each has its own PID to stop)::
     python -m mininet_tests.transfer send --dst 10.0.0.4 --port 5001 --bytes 3962500 --out s.json
 
 The receiver accepts one connection, counts bytes until it has ``--bytes`` (or the
-peer closes), writes ``{"bytes": n, "first_s": t, "done_s": t, "ok": bool}`` (times
-are ``time.time()`` seconds: all Mininet hosts share the machine's clock) and exits 0
-if it got every byte, 1 otherwise.  The sender retries ``connect`` until the
+peer closes), writes ``{"bytes": n, "first_s": t, "done_s": t, "ok": bool,
+"samples": [[t, bytes], ...]}`` (times are ``time.time()`` seconds: all Mininet hosts
+share the machine's clock; ``samples`` holds the bytes received so far at most every
+``--sample-s`` seconds, default 0.1, and the last byte), then prints one line
+``done <bytes> <done_s>`` on stdout (the runner waits on that pipe and reports the
+finished flow to the controller at once, instead of the controller noticing it in
+its next flow-statistics poll) and exits 0 if it got every byte, 1 otherwise.  The sender retries ``connect`` until the
 receiver listens (``--connect-timeout`` seconds), sends exactly ``--bytes`` bytes of
 zeros with ``sendall`` and records ``{"start_s", "sent_s", "bytes"}``.
 
@@ -39,13 +43,20 @@ def _write(path: Optional[str], obj: dict) -> None:
 
 
 def receive(port: int, nbytes: int, out: Optional[str] = None, bind: str = "0.0.0.0",
-            accept_timeout_s: float = 600.0) -> dict:
+            accept_timeout_s: float = 600.0, sample_s: float = 0.1,
+            announce=None) -> dict:
     """Accept one TCP connection on ``port`` and read ``nbytes`` bytes.
+
+    Args:
+        sample_s: period (s) of the progress samples (bytes received so far).
+        announce: optional writable text stream; ``done <bytes> <done_s>`` is written
+            and flushed to it once the result file is written.
 
     Returns:
         ``{"bytes": received, "first_s": time of first byte, "done_s": time of the
-        last byte, "ok": received == nbytes}`` (seconds since the epoch), also written
-        to ``out``.
+        last byte, "ok": received == nbytes, "samples": [[time, bytes so far], ...]}``
+        (seconds since the epoch; one sample at the first byte, then at most one per
+        ``sample_s``, and one at the last byte), also written to ``out``.
 
     Raises:
         OSError: cannot bind, or no connection within ``accept_timeout_s`` seconds.
@@ -59,18 +70,32 @@ def receive(port: int, nbytes: int, out: Optional[str] = None, bind: str = "0.0.
     conn, _ = srv.accept()
     srv.close()
     got, first = 0, None
+    samples = []
+    next_sample = 0.0
     buf = bytearray(CHUNK_BYTES)
     with conn:
         while got < nbytes:
             n = conn.recv_into(buf, min(CHUNK_BYTES, nbytes - got))
             if n == 0:
                 break
+            now = time.time()
             if first is None:
-                first = time.time()
+                first = now
+                samples.append([now, 0])
+                next_sample = now + sample_s
             got += n
+            if now >= next_sample:
+                samples.append([now, got])
+                next_sample = now + sample_s
         done = time.time()
-    res = {"bytes": got, "first_s": first, "done_s": done, "ok": got == nbytes}
+    if not samples or samples[-1][1] != got:
+        samples.append([done, got])
+    res = {"bytes": got, "first_s": first, "done_s": done, "ok": got == nbytes,
+           "samples": samples}
     _write(out, res)
+    if announce is not None:
+        announce.write(f"done {got} {done:.6f}\n")
+        announce.flush()
     return res
 
 
@@ -144,6 +169,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     r.add_argument("--port", type=int, required=True)
     r.add_argument("--bytes", type=int, required=True)
     r.add_argument("--out")
+    r.add_argument("--sample-s", type=float, default=0.1,
+                   help="progress sample period in seconds (default %(default)g)")
     s = sub.add_parser("send")
     s.add_argument("--dst", required=True)
     s.add_argument("--port", type=int, required=True)
@@ -159,7 +186,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("transfer: --port must be in 1..65535", file=sys.stderr)
         return 2
     if a.cmd == "recv":
-        return 0 if receive(a.port, a.bytes, a.out)["ok"] else 1
+        if not a.sample_s > 0:
+            print("transfer: --sample-s must be positive", file=sys.stderr)
+            return 2
+        return 0 if receive(a.port, a.bytes, a.out, sample_s=a.sample_s,
+                            announce=sys.stdout)["ok"] else 1
     send(a.dst, a.port, a.bytes, a.out, a.connect_timeout, a.go)
     return 0
 
