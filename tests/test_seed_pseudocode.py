@@ -109,3 +109,44 @@ def test_philae_small_shuffle_one_pilot_cct():
     res = simulate(topo, [spec], make_scheduler("philae", topo))
     d = MIB * 8 / GBPS
     assert res.coflows[0].cct_s == pytest.approx(3 * d, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------
+# OPTAS: tiny/large from a modelled send buffer (Section IV)
+# ---------------------------------------------------------------------------------
+def test_optas_send_buffer_detects_large_flow_at_line_rate_fill():
+    # B: two 10 MiB flows h2->h3 at t=0 (0.5 Gbit/s each, sharing h2's uplink); C: one
+    # 1 MiB flow h2->h3 at t=4 ms.  d = 1 MiB * 8 / 1 Gbit/s = 8.388608 ms.
+    # Buffer model (sndbuf = threshold = 1 MiB, filled at 1 Gbit/s): B's flows have
+    # written min(10 MiB, t * 1 Gbit/s, sent + 1 MiB) = 1 MiB at t = d, and more just
+    # after -> B is large at d (+1 ns: "larger than").  C (1 MiB, never above the
+    # threshold) is then the tiny FIFO head: runs alone [d, 2d] -> CCT 2d - 4 ms.
+    # (Before issue 16 B became large only when a flow had *sent* 1 MiB, at 2d, and
+    # C ran [2d, 3d].)  B: 1 MiB by d, nothing in [d, 2d], 19 MiB at 1 Gbit/s after.
+    from rapier_app.sim.simulator import simulate
+    topo = build_topology("bigswitch:4")
+    specs = [make_coflow("B", 0.0, [("h2", "h3", 10 * MIB), ("h2", "h3", 10 * MIB)]),
+             make_coflow("C", 0.004, [("h2", "h3", MIB)])]
+    d = MIB * 8 / GBPS
+    res = simulate(topo, specs, make_scheduler("optas", topo))
+    cct = {r.coflow_id: r.cct_s for r in res.coflows}
+    assert cct["C"] == pytest.approx(2 * d - 0.004, abs=1e-8)
+    assert cct["B"] == pytest.approx(21 * d, abs=1e-8)
+    old = simulate(topo, specs, make_scheduler("optas", topo, buffer_model=False))
+    assert {r.coflow_id: r.cct_s for r in old.coflows}["C"] == pytest.approx(
+        3 * d - 0.004, abs=1e-8)
+
+
+def test_optas_send_buffer_model_values():
+    # At t = 20 ms a 10 MiB flow that has sent nothing has written
+    # min(10 MiB, 20 ms * 1 Gbit/s = 2.384 MiB, 0 + 1 MiB) = 1 MiB: not above the
+    # threshold (it must send first); after sending 1 byte: 1 MiB + 1 > 1 MiB.  A
+    # 1 MiB flow never reports more than 1 MiB.
+    topo = build_topology("bigswitch:3")
+    st = states([make_coflow("X", 0.0, [("h1", "h2", 10 * MIB), ("h1", "h3", MIB)])])
+    sch = make_scheduler("optas", topo)
+    g = sch.group(st[0])
+    assert sch.seen_bytes(g, 0.020).tolist() == [MIB, MIB]
+    st[0].flows[0].bytes_sent = 1.0
+    assert sch.seen_bytes(g, 0.020).tolist() == [MIB + 1.0, MIB]
+    assert sch.seen_bytes(g, 0.004).tolist() == [0.004 * GBPS / 8, 0.004 * GBPS / 8]

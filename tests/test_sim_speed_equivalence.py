@@ -57,7 +57,8 @@ LEGACY = {"scheduling-only": {"incremental": False},
                      "wc_ties": "arrival"},
           # issue 16: the seed schedulers' pre-issue-16 readings, kept as options
           "aalo": {"rounds": 2},
-          "philae": {"rounds": 2, "pilot_rule": "min-ports"}}
+          "philae": {"rounds": 2, "pilot_rule": "min-ports"},
+          "optas": {"buffer_model": False}}
 
 
 def _run(wl, sched):
