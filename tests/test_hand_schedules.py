@@ -13,6 +13,7 @@ import pytest
 
 from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
 from rapier_app.scheduling import make_scheduler
+from rapier_app.scheduling.base import SchedulerError
 from rapier_app.sim import simulate
 from rapier_app.sim.checker import check_schedule, declared_level
 from topologies import build_topology
@@ -121,3 +122,31 @@ def test_algorithm1_starvation_guard():
         ccts = {r.coflow_id: r.cct_s for r in res.coflows}
         assert check_schedule(topo, cfs, log, level=declared_level(s), ccts=ccts).ok
         assert ccts == pytest.approx({"A0": 0.4, "A1": 0.4, "A2": 0.4, **want}, abs=1e-9)
+
+
+def test_rapier_alg3_order_paper_vs_pick():
+    # bigswitch:4, 1 Gbit/s = 125 MB/s.  A at 0: h4->h3 400 MB, h2->h4 400 MB
+    # (isolation 3.2 s).  B at 0: h2->h1 100 MB, h1->h3 200 MB (1.6 s).  C at 0.2 s:
+    # h2->h4 100 MB (0.8 s).  Starvation guard off.
+    # t = 0: Algorithm 1 picks B (1.6 s < 3.2 s): h1->h3 1 Gbit/s, h2->h1 0.5 Gbit/s;
+    # A's h4->h3 finds h3 down full: T_A = inf, A unscheduled.  Leftover: h2 up 0.5.
+    #  * "paper" (line 2: non-increasing minimal CCT, A first): A's h2->h4 takes
+    #    h2 up's 0.5 Gbit/s; B's h2->h1 stays at 0.5 Gbit/s and has 87.5 MB left at
+    #    0.2 s.  C (0.8 s) is picked first and takes h2 up until 1.0 s; B's h2->h1
+    #    then needs 0.7 s: B ends at 1.7 s.
+    #  * "pick" (Algorithm 1's order, B first, as Varys): B's h2->h1 gets 1 Gbit/s,
+    #    has 75 MB left at 0.2 s and ends at 1.0 + 0.6 = 1.6 s, with h1->h3.
+    # A ends at 4.8 s and C at 1.0 s (CCT 0.8 s) either way: averages 2.4333 vs 2.4 s.
+    topo = build_topology("bigswitch:4")
+    cfs = [make_coflow("A", 0, [("h4", "h3", 400 * MB), ("h2", "h4", 400 * MB)]),
+           make_coflow("B", 0, [("h2", "h1", 100 * MB), ("h1", "h3", 200 * MB)]),
+           make_coflow("C", 0.2, [("h2", "h4", 100 * MB)])]
+    want = {"paper": {"A": 4.8, "B": 1.7, "C": 0.8}, "pick": {"A": 4.8, "B": 1.6, "C": 0.8}}
+    for order, cct in want.items():
+        s = make_scheduler("rapier", topo, seed=1, delta_s=1e9, wc_order=order)
+        res = simulate(topo, cfs, s, record_flows=False)
+        assert {r.coflow_id: r.cct_s for r in res.coflows} == pytest.approx(cct, abs=1e-9)
+    varys = simulate(topo, cfs, make_scheduler("scheduling-only", topo), record_flows=False)
+    assert {r.coflow_id: r.cct_s for r in varys.coflows} == pytest.approx(want["pick"])
+    with pytest.raises(SchedulerError, match="wc_order"):
+        make_scheduler("rapier", topo, wc_order="largest")

@@ -168,6 +168,12 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
             Algorithm 1's pick order, the shortest completion behind the reserved
             volume first; ``"arrival"``: by arrival (this project's reading before
             issue 12).
+        wc_order: the coflow order of Algorithm 3's line 2: ``"paper"`` (default)
+            non-increasing minimal CCT, unscheduled coflows (T = inf) first, as the
+            paper writes it; ``"pick"``: every coflow in Algorithm 1's pick order
+            (the minimum CCT first, as Varys hands out its leftover), so a scheduled
+            short coflow's flows get spare capacity before a long one's and are
+            ahead of their model-(2) schedule when the next coflow arrives.
         tie_break: ``"spread"`` (default of ``rapier`` and ``rapier-bssi``): after
             Algorithm 2's argmax rounding, the coflow takes its flows' ECMP paths
             instead when they reach the same completion time behind the reserved
@@ -187,7 +193,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
 
     Raises:
         SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on,
-            negative aggregate_min_paths, unknown tie_break.
+            negative aggregate_min_paths, unknown tie_break, wc_ties or wc_order.
     """
 
     #: tie_break when none is given (variants that change the rounding keep "none")
@@ -210,6 +216,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
                  fast: bool = True, aggregate: Optional[bool] = None,
                  aggregate_min_paths: int = 50_000, incremental: bool = True,
                  tie_break: Optional[str] = None, wc_ties: str = "order",
+                 wc_order: str = "paper",
                  guard_wakeup: bool = False):
         super().__init__(topology, seed, max_paths)
         self.guard_wakeup = bool(guard_wakeup)
@@ -217,6 +224,9 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         if wc_ties not in ("order", "arrival"):
             raise SchedulerError(f"wc_ties: must be 'order' or 'arrival', got {wc_ties!r}")
         self.wc_ties = wc_ties
+        if wc_order not in ("paper", "pick"):
+            raise SchedulerError(f"wc_order: must be 'paper' or 'pick', got {wc_order!r}")
+        self.wc_order = wc_order
         if tie_break is None:
             tie_break = self.default_tie_break
         if tie_break not in ("spread", "none"):

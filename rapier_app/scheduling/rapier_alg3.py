@@ -9,7 +9,7 @@ that hand out the capacity Algorithm 1 leaves: :meth:`~Alg3Mixin._distribute_ban
 completions between full passes) and :meth:`~Alg3Mixin.flows_finished`.  Split out of
 :mod:`~rapier_app.scheduling.rapier` (issue 15).
 
-The mixin reads the scheduler's ``topology``, ``wc_ties`` and ``_wc`` attributes and
+The mixin reads the scheduler's ``topology``, ``wc_ties``, ``wc_order`` and ``_wc`` attributes and
 its ``wc_priority``, ``_coflow_arrays`` and ``_path_links`` methods.  Units: rates
 and residuals in bit/s, sizes in bytes.
 """
@@ -103,6 +103,10 @@ class Alg3Mixin:
         prio = self.wc_priority(active)
         if prio is not None:
             order = prio
+        elif self.wc_order == "pick":
+            pos = {cid: i for i, cid in enumerate(pick_order or [])}
+            order = sorted(active, key=lambda c: (pos.get(c.coflow_id, len(pos)),
+                                                  c.arrival_s, c.coflow_id))
         else:
             # ties in line 2 (every unscheduled coflow has T = inf): Algorithm 1's
             # pick order ("order": the shortest completion behind the reserved
