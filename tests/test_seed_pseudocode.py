@@ -150,3 +150,35 @@ def test_optas_send_buffer_model_values():
     st[0].flows[0].bytes_sent = 1.0
     assert sch.seen_bytes(g, 0.020).tolist() == [MIB + 1.0, MIB]
     assert sch.seen_bytes(g, 0.004).tolist() == [0.004 * GBPS / 8, 0.004 * GBPS / 8]
+
+
+# ---------------------------------------------------------------------------------
+# Sincronia, Section 4.1: ordered coflows leave the unordered set for good
+# ---------------------------------------------------------------------------------
+def test_sincronia_ordered_coflows_keep_their_place():
+    # bigswitch:2, 1 Gbit/s, epochs of 1 s then 2 s.  X: h1->h2, 1.5 s of data at
+    # t=0; Y: h1->h2, 0.3 s of data at t=0.5.
+    # Epoch 0 [0, 1): LP over {X}: 1.5 x <= 1 -> x = 2/3 >= 1/2, X ordered.  Y
+    #   arrives at 0.5 as an orphan behind X (same ports): waits.
+    # Epoch 1 at t=1: the unordered set is {Y} (X was removed from it): Y is
+    #   selected and appended after X.  X ends at 1.5, Y runs [1.5, 1.8]:
+    #   CCT X = 1.5, Y = 1.3.
+    # (Re-selecting among all live coflows, the pre-issue-16 reading, put both in
+    # epoch 1's BSSI order, Y (0.3 s left) before X (0.5 s left): Y [1, 1.3],
+    # X ends at 1.8: CCTs 1.8 and 0.8.)
+    from rapier_app.sim.simulator import simulate
+    topo = build_topology("bigswitch:2")
+    byte_s = GBPS / 8
+    specs = [make_coflow("X", 0.0, [("h1", "h2", 1.5 * byte_s)]),
+             make_coflow("Y", 0.5, [("h1", "h2", 0.3 * byte_s)])]
+    for rates_ in ("greedy", "maxmin"):
+        res = simulate(topo, specs, make_scheduler("sincronia", topo, epoch_s=1.0,
+                                                   rates=rates_))
+        cct = {r.coflow_id: r.cct_s for r in res.coflows}
+        assert cct["X"] == pytest.approx(1.5, rel=1e-9)
+        assert cct["Y"] == pytest.approx(1.3, rel=1e-9)
+    old = simulate(topo, specs, make_scheduler("sincronia", topo, epoch_s=1.0,
+                                               sets="reselect"))
+    cct = {r.coflow_id: r.cct_s for r in old.coflows}
+    assert cct["X"] == pytest.approx(1.8, rel=1e-9)
+    assert cct["Y"] == pytest.approx(0.8, rel=1e-9)

@@ -58,7 +58,8 @@ LEGACY = {"scheduling-only": {"incremental": False},
           # issue 16: the seed schedulers' pre-issue-16 readings, kept as options
           "aalo": {"rounds": 2},
           "philae": {"rounds": 2, "pilot_rule": "min-ports"},
-          "optas": {"buffer_model": False}}
+          "optas": {"buffer_model": False},
+          "sincronia": {"sets": "reselect"}}
 
 
 def _run(wl, sched):

@@ -162,20 +162,35 @@ class Sincronia(_SeedScheduler):
             which Theorem 1 (Section 3.2) holds "irrespective of the per-flow rate
             allocation"; ``maxmin`` keeps a coflow's flows running together, so a
             flow-level simulation needs far fewer events.
+        sets: ``"paper"`` (default) or ``"reselect"``; see "Ordered and unordered
+            sets" below.
 
     Raises:
         SchedulerError: non-positive epoch_s, growth < 1, epochs_per_horizon < 1,
-            unknown rates.
+            unknown rates or sets.
 
-    Readings: d_c^p is the coflow's remaining bits on link p (its flows' ECMP paths)
-    divided by the link capacity, i.e. seconds; on the big switch the links are the
-    paper's ingress and egress ports.  The epoch LP considers every live coflow that
-    arrived by the epoch start (ordered ones that have not finished included, as the
-    framework re-plans each epoch); the ordered list is fixed for the epoch, so a
-    selected coflow stays ahead of orphans until it finishes or the next epoch
-    starts.  Epoch boundaries continue while the network is idle.  Ordered coflows'
-    flows are served in coflow order, flows in flow order (Algorithm 2); orphans
-    follow in the OCT metric's order with the same greedy allocation.
+    Ordered and unordered sets (Section 4.1, ``sets="paper"``, default): "The
+    coordinator maintains a list of 'unordered coflows', those that have been
+    registered but not yet ordered ... At the start of each epoch, the coordinator
+    selects a subset of coflows from the unordered coflow list and uses the offline
+    algorithm to order these coflows ... Once computed, the coordinator removes the
+    ordered coflows from the unordered coflow list".  So the epoch LP runs over the
+    unordered coflows that arrived by the epoch start, BSSI orders the selected ones,
+    and they are appended to the ordered list; a coflow once ordered keeps its place
+    until it finishes (across epochs and horizon resets).  ``sets="reselect"`` is
+    this module's reading before issue 16: the LP over every live coflow at each
+    epoch, the ordered list replaced.
+
+    Readings where the text is silent: d_c^p is the coflow's remaining bits on link
+    p (its flows' ECMP paths) divided by the link capacity, i.e. seconds; on the big
+    switch the links are the paper's ingress and egress ports.  A new epoch's
+    ordered coflows go after those of earlier epochs (the framework of [19] serves
+    epochs in sequence; the paper says only that the "delta" of the ordered list is
+    sent).  The LP budget is the epoch length on every port, not reduced by the load
+    of coflows ordered earlier.  Epoch boundaries continue while the network is
+    idle.  Ordered coflows' flows are served in coflow order, flows in flow order
+    (Algorithm 2); orphans (the unordered coflows) follow in the OCT metric's order
+    with the same greedy allocation.
     """
 
     #: remaining bytes come from the simulator's counters (see ``flow_sent``)
@@ -186,8 +201,11 @@ class Sincronia(_SeedScheduler):
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
                  epoch_s: float = 0.1, growth: float = 2.0, epochs_per_horizon: int = 8,
-                 immediate: bool = False, rates: str = "greedy"):
+                 immediate: bool = False, rates: str = "greedy", sets: str = "paper"):
         super().__init__(topology, seed, max_paths)
+        if sets not in ("paper", "reselect"):
+            raise SchedulerError(f"sets: must be 'paper' or 'reselect', got {sets!r}")
+        self.sets = sets
         if rates not in ("greedy", "maxmin"):
             raise SchedulerError(f"rates: must be 'greedy' or 'maxmin', got {rates!r}")
         self.rates = rates
@@ -264,16 +282,27 @@ class Sincronia(_SeedScheduler):
             self._start_epoch(self._epoch_start, coflows)
 
     def _start_epoch(self, t0: float, coflows: Sequence[CoflowState]) -> None:
-        cand = [c for c in coflows if c.arrival_s <= t0 + 1e-12]
+        """Section 4.1/4.2: at the start of an epoch, select (epoch LP) among the
+        unordered coflows that arrived by ``t0``, order the selected ones by BSSI
+        and move them to the ordered list (``sets="reselect"``: select among every
+        live coflow and replace the ordered list)."""
         self.epochs_run += 1
-        if not cand:
+        if self.sets == "paper":
+            live = {c.coflow_id for c in coflows}
+            self._ordered = [cid for cid in self._ordered if cid in live]
+            done = set(self._ordered)
+            cand = [c for c in coflows
+                    if c.arrival_s <= t0 + 1e-12 and c.coflow_id not in done]
+        else:
             self._ordered = []
+            cand = [c for c in coflows if c.arrival_s <= t0 + 1e-12]
+        if not cand:
             return
         D = self.demand_matrix(cand)
         T = self.epoch_length(self._epoch)
         sel = bssi_lp_select(D, [c.weight for c in cand], np.full(D.shape[1], T))
         chosen = [c for c, s in zip(cand, sel) if s]
-        self._ordered = [c.coflow_id for c in self.order(chosen)]
+        self._ordered.extend(c.coflow_id for c in self.order(chosen))
 
     def plan(self, now, coflows, rates):
         by_id = {c.coflow_id: c for c in coflows}
