@@ -47,6 +47,10 @@ FABRIC_SCHEDULERS = ("rapier", "scheduling-only", "routing-only", "baseline")
 #: Default size scale on the fabrics: with 10 Mbit/s links (1/100 of 1 Gbit/s) every
 #: transfer takes the time the unscaled workload takes in the simulator at 1 Gbit/s.
 DEFAULT_FABRIC_SCALE = 0.01
+#: Share of the shaped link speed the controller plans with (enforcing schedulers).
+DEFAULT_HEADROOM = 0.95
+#: The controller's flow-statistics period in the emulation (its default is 0.5 s).
+DEFAULT_STATS_INTERVAL_S = 0.5
 LOG = logging.getLogger("rapier-emulate")
 
 
@@ -109,7 +113,8 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
                  timeout_s: float, goodput: float = HEADER_GOODPUT,
                  controller_opts: Optional[Dict[str, object]] = None,
                  workdir: Optional[str] = None, report_done: bool = True,
-                 extra: Optional[dict] = None) -> dict:
+                 extra: Optional[dict] = None, headroom: float = DEFAULT_HEADROOM,
+                 stats_interval_s: float = DEFAULT_STATS_INTERVAL_S) -> dict:
     """Emulate ``coflows`` on ``topology`` under one scheduler, and simulate them.
 
     Args:
@@ -120,6 +125,14 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
         report_done: completions reported by the receivers at once (False: the
             controller's flow-statistics polling only).
         extra: keys copied into the result (e.g. ``scale``).
+        headroom: the controller plans with ``link_bps = headroom * link_mbps``
+            (enforcing schedulers), so that the rates it sets leave the shaped link
+            a margin and its queue drains; the simulator then runs at that planned
+            capacity (x ``goodput``).  ``baseline`` (no limits: TCP fills the shaped
+            link) is simulated at the full link speed x ``goodput``.
+        stats_interval_s: the controller's flow-statistics period (its view of
+            bytes sent, which RAPIER reads at every coflow arrival).
+        controller_opts: further controller options (override the two above).
 
     Returns:
         ``{"coflows", "avg_cct_s", "p95_cct_s", "ccts_s", "sim_avg_cct_s",
@@ -137,10 +150,13 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
     from .workloads import simulate
 
     t0 = time.time()
+    enforce = scheduler != "baseline"
+    plan_bps = link_mbps * 1e6 * (headroom if enforce else 1.0)
+    opts: Dict[str, object] = {"link_bps": plan_bps, "stats_interval_s": stats_interval_s}
+    opts.update(controller_opts or {})
     for attempt in (1, 2):
         em = Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps,
-                       enforce=(scheduler != "baseline"), workdir=workdir,
-                       controller_opts=controller_opts)
+                       enforce=enforce, workdir=workdir, controller_opts=opts)
         try:
             em.__enter__()
         except EmulationError as exc:  # start-up only: everything was stopped already
@@ -154,8 +170,8 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
             em.__exit__(None, None, None)
         break
     log: list = []
-    sim = simulate(topology, coflows, scheduler, link_mbps * 1e6, goodput,
-                   seed=int((controller_opts or {}).get("seed", 0)), event_log=log)
+    sim = simulate(topology, coflows, scheduler, float(opts["link_bps"]), goodput,
+                   seed=int(opts.get("seed", 0)), event_log=log)
     sizes = {f.flow_id: f.size_bytes for c in coflows for f in c.flows}
     ccts, sim_ccts = res.ccts, [float(x) for x in sim.ccts]
     avg, p95 = _summary(ccts)
@@ -164,8 +180,10 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
            "sim_avg_cct_s": savg, "sim_p95_cct_s": sp95, "sim_ccts_s": sim_ccts,
            "coflow_ids": [c.coflow_id for c in res.coflows],
            "wall_s": time.time() - t0, "transfer_wall_s": res.wall_s,
-           "link_bps": link_mbps * 1e6, "goodput": goodput, "topology": topology,
-           "workdir": em.workdir}
+           "link_bps": link_mbps * 1e6, "planned_link_bps": float(opts["link_bps"]),
+           "goodput": goodput, "topology": topology, "workdir": em.workdir,
+           "decision_delay_s": [c.decided_s - c.arrival_s for c in res.coflows
+                                if c.decided_s is not None]}
     out.update(extra or {})
     out["_run"] = res.to_dict()
     out["_sim_timelines"] = simulated_timelines(log, sizes)
@@ -175,7 +193,7 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
 def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: float,
                   controller_opts: Optional[Dict[str, object]] = None,
                   workdir: Optional[str] = None, goodput: float = HEADER_GOODPUT,
-                  report_done: bool = True) -> dict:
+                  report_done: bool = True, headroom: float = DEFAULT_HEADROOM) -> dict:
     """Emulate the scaled testbed scenario (Table II on ``leafspine:3,3,3``) under one
     scheduler: :func:`run_workload` with ``testbed_workload(scale)`` and the
     controller's flow ids (result also has ``scale``)."""
@@ -183,7 +201,7 @@ def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: flo
 
     return run_workload(scheduler, "leafspine:3,3,3", controller_named(testbed_workload(scale)),
                         link_mbps, timeout_s, goodput, controller_opts, workdir, report_done,
-                        extra={"scale": scale})
+                        extra={"scale": scale}, headroom=headroom)
 
 
 def add_improvements(results: Dict[str, dict]) -> None:
@@ -327,6 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--goodput", type=float, default=HEADER_GOODPUT,
                     help="simulator link capacity factor (payload share; default "
                          "%(default).4f = 1448/1514)")
+    ap.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
+                    help="share of the link speed the controller plans with (default "
+                         "%(default)g; the simulator uses the same)")
+    ap.add_argument("--stats-interval", type=float, default=DEFAULT_STATS_INTERVAL_S,
+                    help="controller flow-stats period in s (default %(default)g)")
     ap.add_argument("--no-report", action="store_true",
                     help="completions from the controller's flow-stats polling only "
                          "(no receiver reports; for measuring their effect)")
@@ -378,8 +401,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      ("timeout", args.timeout), ("max-flows", args.max_flows)):
         if not v > 0:
             ap.error(f"--{field}: must be positive, got {v}")
-    if not 0 < args.goodput <= 1:
-        ap.error(f"--goodput: must be in (0, 1], got {args.goodput}")
+    for field, v in (("goodput", args.goodput), ("headroom", args.headroom)):
+        if not 0 < v <= 1:
+            ap.error(f"--{field}: must be in (0, 1], got {v}")
+    if not args.stats_interval > 0:
+        ap.error(f"--stats-interval: must be positive, got {args.stats_interval}")
     default_names = FABRIC_SCHEDULERS if fabric else SCHEDULERS
     names = [s.strip() for s in (args.schedulers or ",".join(default_names)).split(",")
              if s.strip()]
@@ -426,7 +452,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             try:
                 results[name] = run_workload(name, spec, coflows, args.link_mbps, args.timeout,
                                              args.goodput, report_done=not args.no_report,
-                                             extra={"scale": scale})
+                                             extra={"scale": scale}, headroom=args.headroom,
+                                             stats_interval_s=args.stats_interval)
             except (EmulationError, OSError) as exc:
                 note(f"[rapier-emulate] {name}: FAILED: {exc}")
                 failed.append(name)
@@ -442,6 +469,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ovs.stop()
     meta = {"topology": spec, "workload": desc, "link_bps": args.link_mbps * 1e6,
             "scale": scale, "goodput": args.goodput, "report_done": not args.no_report,
+            "headroom": args.headroom, "stats_interval_s": args.stats_interval,
             "load_avg": list(os.getloadavg()),
             "arrivals_s": {c.coflow_id: c.arrival_s for c in coflows}}
     try:

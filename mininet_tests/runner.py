@@ -32,6 +32,7 @@ Units: bytes, bit/s (``bw_mbps`` in Mbit/s, as Mininet takes it), seconds.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -190,6 +191,9 @@ class CoflowResult:
     cct_s: Optional[float]
     flows: List[FlowResult] = field(default_factory=list)
     controller: Optional[dict] = None
+    #: When the controller's decision for it was seen taken (s from the start; the
+    #: senders are released then); None without a controller.
+    decided_s: Optional[float] = None
 
 
 @dataclass
@@ -563,7 +567,8 @@ class Emulation:
                      out: str, go: str) -> subprocess.Popen:
         """Start a sender of exactly ``nbytes`` bytes from ``host`` to ``dst_ip:port``.
 
-        It connects only once the file ``go`` exists (see :func:`transfer.send`).
+        It connects only once released through ``go`` (a FIFO made by
+        :meth:`run_coflows`, or a file to appear; see :func:`transfer.send`).
         """
         p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "send",
                                   "--dst", dst_ip, "--port", str(port), "--bytes", str(nbytes),
@@ -589,13 +594,15 @@ class Emulation:
         """Submit coflow ``c`` (if there is a controller) and release its senders;
         returns its result record with the arrival (s from ``t0``)."""
         arrival = time.time() - t0
+        decided = None
         if self.start_controller:
             self.submit({"id": c.coflow_id, "flows": [
                 {"src": f.src, "dst": f.dst, "size_bytes": procs[f.flow_id][3],
                  "dst_port": f.dst_port} for f in c.flows]})
+            decided = time.time() - t0
         for f in c.flows:
-            open(procs[f.flow_id][2] + ".go", "w").close()
-        return CoflowResult(c.coflow_id, arrival, None, None)
+            _release_go(procs[f.flow_id][2] + ".go")
+        return CoflowResult(c.coflow_id, arrival, None, None, decided_s=decided)
 
     def report_done(self, coflow_id: str, index: int) -> Optional[bool]:
         """Tell the controller flow ``index`` of ``coflow_id`` has every byte
@@ -690,6 +697,7 @@ class Emulation:
                 n = int(round(f.size_bytes))
                 base = os.path.join(tdir, f.flow_id.replace("/", "_"))
                 rp = self.start_receiver(f.dst, f.dst_port, n, base + ".recv.json")
+                os.mkfifo(base + ".go")
                 sp = self.start_sender(f.src, g.nodes[f.dst]["ip"], f.dst_port, n,
                                        base + ".send.json", base + ".go")
                 procs[f.flow_id] = (rp, sp, base, n)
@@ -776,6 +784,28 @@ class Emulation:
         with open(os.path.join(self.workdir, "result.json"), "w") as fh:
             json.dump(res.to_dict(), fh, indent=1)
         return res
+
+
+def _release_go(path: str) -> None:
+    """Release the sender waiting on the FIFO ``path`` (:func:`transfer.wait_go`):
+    open it for writing (the sender, armed, holds the read end) and close it.
+
+    Raises:
+        EmulationError: no reader on the FIFO within 5 s (the sender died).
+    """
+    deadline = time.time() + 5.0
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:  # ENXIO: the sender has not opened its end yet
+            if exc.errno != errno.ENXIO or time.time() > deadline:
+                raise EmulationError(f"{path}: cannot release the sender: {exc}") from exc
+            time.sleep(0.005)
+    try:
+        os.write(fd, b"g")
+    finally:
+        os.close(fd)
 
 
 def _wait_file(path: str, timeout_s: float, proc: Optional[subprocess.Popen] = None) -> None:
