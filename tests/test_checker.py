@@ -279,3 +279,31 @@ def test_bad_event_log_lines_and_paths_are_named(tmp_path, capsys):
                      "--trace-events", str(tmp_path / "no" / "such" / "dir.jsonl")])
     assert code == 2
     assert "--trace-events: cannot write" in capsys.readouterr().err
+
+
+def test_truncated_or_incomplete_event_files_are_bad_input(tmp_path, capsys):
+    """A run cut before its result line, a header without the declared level, and a
+    malformed event line: exit 2 with file and line, never a verdict on the bytes."""
+    ev = tmp_path / "ev.jsonl"
+    assert sim_main(["--topology", "bigswitch:4", "--synthetic", "2,2,0.1", "--no-plot",
+                     "--no-bound", "--quiet", "--schedulers", "baseline", "--out",
+                     str(tmp_path / "o"), "--trace-events", str(ev)]) == 0
+    lines = ev.read_text().splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:-2]) + "\n")
+    assert check_main([str(cut)]) == 2
+    assert f"{cut}:1: run of 'baseline': no result line" in capsys.readouterr().err
+    head = json.loads(lines[0])
+    del head["work_conserving"]
+    nolevel = tmp_path / "nolevel.jsonl"
+    nolevel.write_text("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    assert check_main([str(nolevel)]) == 2
+    assert "records no work_conserving level; give --level" in capsys.readouterr().err
+    assert check_main([str(nolevel), "--level", "path"]) == 0
+    capsys.readouterr()
+    ev2 = json.loads(lines[1])
+    ev2["rates_bps"] = "fast"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], json.dumps(ev2)] + lines[2:]) + "\n")
+    assert check_main([str(bad)]) == 2
+    assert "record 0 (line 2): malformed field" in capsys.readouterr().err

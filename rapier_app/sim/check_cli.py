@@ -94,11 +94,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not runs:
             raise CheckError(f"{args.events}: no run in the file")
         for header, events, ccts in runs:
+            where = f"{args.events}:{header.get('_line')}: run of {header.get('scheduler')!r}"
+            if ccts is None:
+                raise CheckError(f"{where}: no result line (the file is truncated, or "
+                                 f"rapier-sim was stopped during this run)")
+            if args.level == "auto" and "work_conserving" not in header:
+                raise CheckError(f"{where}: the header records no work_conserving level; "
+                                 f"give --level")
             topo, coflows, desc = _workload(header, args)
             level = header.get("work_conserving") if args.level == "auto" else (
                 None if args.level == "none" else args.level)
-            rep = check_schedule(topo, coflows, events, level=level,
-                                 max_paths=header.get("max_paths"), ccts=ccts)
+            try:
+                rep = check_schedule(topo, coflows, events, level=level,
+                                     max_paths=header.get("max_paths"), ccts=ccts)
+            except CheckError as exc:
+                raise CheckError(f"{args.events}: {exc}") from None
             out.append({"scheduler": header.get("scheduler"), "try": header.get("try"),
                         "workload": desc, "topology": topo.name, "level": level,
                         "records": rep.records, "ok": rep.ok, "counts": rep.counts,

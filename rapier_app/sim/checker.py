@@ -289,6 +289,12 @@ class _PathTable:
         return "-".join(self.paths[i])
 
 
+def _label(rec, k: int) -> str:
+    """``record k``, with its line in the event file when it was read from one."""
+    line = rec.get("_line") if isinstance(rec, dict) else None
+    return f"record {k}" + (f" (line {line})" if line else "")
+
+
 def _records(events: Iterable) -> Iterable[tuple]:
     """(t, t_next, flow_ids, paths, rates, remaining, finish) from EventRecords or
     JSON objects (keys ``t_s``, ``t_next_s``, ``flow_ids``, ``paths``, ``rates_bps``,
@@ -302,7 +308,9 @@ def _records(events: Iterable) -> Iterable[tuple]:
                        np.asarray(r["rates_bps"], dtype=float),
                        np.asarray(r["remaining_bytes"], dtype=float), np.asarray(fin))
             except KeyError as exc:
-                raise CheckError(f"record {k}: missing field {exc.args[0]!r}") from None
+                raise CheckError(f"{_label(r, k)}: missing field {exc.args[0]!r}") from None
+            except (TypeError, ValueError) as exc:
+                raise CheckError(f"{_label(r, k)}: malformed field: {exc}") from None
         else:
             yield (float(r.t_s), float(r.t_next_s), list(r.flow_ids),
                    [None if p is None else tuple(p) for p in r.paths],
@@ -387,6 +395,7 @@ def check_schedule(topology: Topology, coflows: Sequence[CoflowSpec], events: It
     live = np.zeros(N, dtype=bool)     # arrived and unfinished
     order = np.lexsort((np.arange(N), arr))
     nxt = 0
+    events = list(events)
     recs = list(_records(events))
     rep.records = len(recs)
     paths_db = _PathTable(fab)
@@ -412,14 +421,15 @@ def check_schedule(topology: Topology, coflows: Sequence[CoflowSpec], events: It
     for k, (t0, t1, fids, paths, rates, rem, fin_log) in enumerate(recs):
         n = len(fids)
         if not (len(paths) == n == rates.shape[0] == rem.shape[0] == fin_log.shape[0]):
-            raise CheckError(f"record {k}: fields of different lengths")
+            raise CheckError(f"{_label(events[k], k)}: fields of different lengths")
         eps_t = 1e-9 * max(1.0, abs(t0), abs(t1) if math.isfinite(t1) else 0.0)
         if t1 < t0 or t0 < prev_end - eps_t:
-            bad("log", t0, f"record {k}", f"interval [{t0:.9g}, {t1:.9g}) overlaps or runs "
-                                          f"backwards (previous ended {prev_end:.9g})")
+            bad("log", t0, _label(events[k], k),
+                f"interval [{t0:.9g}, {t1:.9g}) overlaps or runs backwards (previous "
+                f"ended {prev_end:.9g})")
         if t0 > prev_end + eps_t and live.any():
-            bad("log", prev_end, f"record {k}", f"no decision covers [{prev_end:.9g}, "
-                                                f"{t0:.9g}) while flows wait")
+            bad("log", prev_end, _label(events[k], k),
+                f"no decision covers [{prev_end:.9g}, {t0:.9g}) while flows wait")
         while nxt < N and arr[order[nxt]] <= t0 + eps_t:
             live[order[nxt]] = True
             nxt += 1
@@ -631,6 +641,7 @@ def read_runs(path: str) -> List[Tuple[dict, List[dict], Optional[dict]]]:
                 raise CheckError(f"{path}:{n}: expected a JSON object, got "
                                  f"{type(obj).__name__}")
             kind = obj.get("kind")
+            obj["_line"] = n
             if kind == "header":
                 runs.append([obj, [], None])
             elif not runs:
