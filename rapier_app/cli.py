@@ -328,6 +328,23 @@ def _simulate(name: str, i: int, args, topo, coflows, sched, csv_rows: CsvRows,
         bar.close()
 
 
+def _make_scheduler(name: str, topo, seed: int, max_paths, kwargs: dict):
+    """``make_scheduler`` with the ``--param`` values of ``name``; an error about one of
+    them is named as the user wrote it (``--param rapier.delta_s: must be >= 0``).
+
+    Raises:
+        SchedulerError: unknown scheduler or a bad parameter value.
+    """
+    try:
+        return make_scheduler(name, topo, seed=seed, max_paths=max_paths, **kwargs)
+    except SchedulerError as exc:
+        msg = str(exc)
+        key = msg.split(":", 1)[0]
+        if key in kwargs:
+            raise SchedulerError(f"--param {name}.{msg}") from None
+        raise
+
+
 def run(args) -> dict:
     """Run every scheduler for every try; write outputs; return the summary dict."""
     check_options(args)
@@ -354,14 +371,16 @@ def run(args) -> dict:
             apply_goodput(topo, getattr(args, "goodput", 1.0))
         if args.write_trace:
             _write_trace(args.write_trace, topo, coflows, args.quiet == 0)
+        # every scheduler built (its --param values checked) before any long work
+        scheds = {n: _make_scheduler(n, topo, seed, args.max_paths, params.get(n, {}))
+                  for n in names}
         lb = None
         if not args.no_bound:
             lb = _lower_bound(topo, coflows, args.max_paths, show,
                               f"lower bound try {i + 1}/{args.tries}")
             lower_bounds.append(lb)
         for n in names:
-            sched = make_scheduler(n, topo, seed=seed, max_paths=args.max_paths,
-                                   **params.get(n, {}))
+            sched = scheds.pop(n)
             log = [] if events_fh else None
             res = _simulate(n, i, args, topo, coflows, sched, csv_rows, show, log)
             if events_fh:

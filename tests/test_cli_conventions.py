@@ -137,6 +137,22 @@ def test_cli_param_error_exits_2(tmp_path, capsys):
                "--out", str(tmp_path), "-q"])
     assert rc == 2
     assert "rapier.delta_s: expected a number, got 'abc'" in capsys.readouterr().err
+    # a value of the right type the scheduler refuses: named as written, before any
+    # simulation or lower bound runs
+    rc = main(["--scenario", "fig1", "--schedulers", "baseline,rapier", "--param",
+               "rapier.delta_s=-1", "--out", str(tmp_path), "-q"])
+    assert rc == 2
+    assert "--param rapier.delta_s: must be >= 0, got -1.0" in capsys.readouterr().err
+    # baseline (listed first) did not run either: no per-coflow row beyond the header
+    assert len((tmp_path / "coflows.csv").read_text().splitlines()) <= 1
+
+
+def test_experiment_tries_zero_is_refused(tmp_path, capsys):
+    from rapier_app.experiments import cli as exp_cli
+    assert exp_cli.main(["run", "--experiment", "width", "--fabric", "fattree512",
+                         "--values", "16", "--tries", "0", "--schemes", "baseline",
+                         "--out", str(tmp_path / "w"), "-q"]) == 2
+    assert "--tries: must be at least 1, got 0" in capsys.readouterr().err
 
 
 # -- conflicting options ----------------------------------------------------------------

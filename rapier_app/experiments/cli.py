@@ -125,7 +125,9 @@ def _grid(a) -> list:
     for e in exps:
         exp = EXPERIMENTS[e]
         values = _floats(a.values) if a.values else list(exp.values if a.full else exp.quick)
-        tries = a.tries if a.tries else (20 if a.full else 1)
+        tries = a.tries if a.tries is not None else (20 if a.full else 1)
+        if tries < 1:
+            raise ValueError(f"--tries: must be at least 1, got {tries}")
         for f in a.fabric.split(","):
             tasks += plan_tasks(e, f, values, tries, _schemes(a.schemes), a.sizes,
                                 a.base_seed, _mode(a))
