@@ -122,8 +122,9 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
             (:func:`mininet_tests.workloads.build_workload`, :func:`controller_named`).
         link_mbps: every link's speed (Mbit/s); the simulator runs the same fabric
             with each capacity x ``goodput`` (:func:`mininet_tests.workloads.simulate`).
-        report_done: completions reported by the receivers at once (False: the
-            controller's flow-statistics polling only).
+        report_done: completions reported by the receivers at once, and only by
+            them (controller ``stats_completion = false``); False: the controller's
+            flow-statistics polling only.
         extra: keys copied into the result (e.g. ``scale``).
         headroom: the controller plans with ``link_bps = headroom * link_mbps``
             (enforcing schedulers), so that the rates it sets leave the shaped link
@@ -152,7 +153,8 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
     t0 = time.time()
     enforce = scheduler != "baseline"
     plan_bps = link_mbps * 1e6 * (headroom if enforce else 1.0)
-    opts: Dict[str, object] = {"link_bps": plan_bps, "stats_interval_s": stats_interval_s}
+    opts: Dict[str, object] = {"link_bps": plan_bps, "stats_interval_s": stats_interval_s,
+                               "stats_completion": "false" if report_done else "true"}
     opts.update(controller_opts or {})
     for attempt in (1, 2):
         em = Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps,

@@ -567,12 +567,13 @@ class Emulation:
                      out: str, go: str) -> subprocess.Popen:
         """Start a sender of exactly ``nbytes`` bytes from ``host`` to ``dst_ip:port``.
 
-        It connects only once released through ``go`` (a FIFO made by
+        It connects at once (``--preconnect``: the handshake is outside the flow's
+        time) and sends only once released through ``go`` (a FIFO made by
         :meth:`run_coflows`, or a file to appear; see :func:`transfer.send`).
         """
         p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "send",
                                   "--dst", dst_ip, "--port", str(port), "--bytes", str(nbytes),
-                                  "--out", out, "--go", go],
+                                  "--out", out, "--go", go, "--preconnect"],
                                  cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.transfers.append(p)
         return p

@@ -122,24 +122,7 @@ def wait_go(go: str, timeout_s: float = 600.0, poll_s: float = 0.002) -> None:
         time.sleep(poll_s)
 
 
-def send(dst: str, port: int, nbytes: int, out: Optional[str] = None,
-         connect_timeout_s: float = 30.0, go: Optional[str] = None) -> dict:
-    """Connect to ``dst:port`` (retrying) and send exactly ``nbytes`` bytes.
-
-    With ``go``, the process is started ahead of time: it writes ``<out>.armed`` and
-    waits (:func:`wait_go`: a FIFO, or a file to appear) for ``go`` before connecting, so that Python's
-    start-up time is not part of the flow's completion time.
-
-    Returns:
-        ``{"bytes": nbytes, "start_s": connect time, "sent_s": time the last byte was
-        handed to the kernel}`` (seconds since the epoch), also written to ``out``.
-
-    Raises:
-        OSError: no connection within ``connect_timeout_s`` seconds, or a send error.
-    """
-    if go:
-        _write(out + ".armed" if out else None, {"port": port})
-        wait_go(go)
+def _connect(dst: str, port: int, connect_timeout_s: float) -> socket.socket:
     deadline = time.time() + connect_timeout_s
     while True:
         try:
@@ -150,6 +133,35 @@ def send(dst: str, port: int, nbytes: int, out: Optional[str] = None,
                 raise
             time.sleep(0.05)
     sock.settimeout(None)
+    return sock
+
+
+def send(dst: str, port: int, nbytes: int, out: Optional[str] = None,
+         connect_timeout_s: float = 30.0, go: Optional[str] = None,
+         preconnect: bool = False) -> dict:
+    """Connect to ``dst:port`` (retrying) and send exactly ``nbytes`` bytes.
+
+    With ``go``, the process is started ahead of time: it writes ``<out>.armed`` and
+    waits (:func:`wait_go`: a FIFO, or a file to appear) for ``go``, so that Python's
+    start-up time is not part of the flow's completion time.  With ``preconnect``
+    it connects first (before ``<out>.armed``), so that the TCP handshake (and a lost
+    SYN's 1 s retransmission timeout behind a full queue) is not part of it either:
+    the flow-level model has no handshake.
+
+    Returns:
+        ``{"bytes": nbytes, "start_s": time the first byte was handed to the kernel
+        (the connect time without ``preconnect``), "sent_s": time the last byte was
+        handed to the kernel}`` (seconds since the epoch), also written to ``out``.
+
+    Raises:
+        OSError: no connection within ``connect_timeout_s`` seconds, or a send error.
+    """
+    sock = _connect(dst, port, connect_timeout_s) if preconnect else None
+    if go:
+        _write(out + ".armed" if out else None, {"port": port})
+        wait_go(go)
+    if sock is None:
+        sock = _connect(dst, port, connect_timeout_s)
     start = time.time()
     zeros = bytes(CHUNK_BYTES)
     left = nbytes
@@ -187,7 +199,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     s.add_argument("--bytes", type=int, required=True)
     s.add_argument("--out")
     s.add_argument("--connect-timeout", type=float, default=30.0)
-    s.add_argument("--go", help="wait for this file to exist before connecting")
+    s.add_argument("--go", help="wait for this FIFO (or file) before sending")
+    s.add_argument("--preconnect", action="store_true",
+                   help="connect before waiting for --go (handshake outside the timing)")
     a = ap.parse_args(argv)
     if a.bytes <= 0:
         print("transfer: --bytes must be positive", file=sys.stderr)
@@ -201,7 +215,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         return 0 if receive(a.port, a.bytes, a.out, sample_s=a.sample_s,
                             announce=sys.stdout)["ok"] else 1
-    send(a.dst, a.port, a.bytes, a.out, a.connect_timeout, a.go)
+    send(a.dst, a.port, a.bytes, a.out, a.connect_timeout, a.go, a.preconnect)
     return 0
 
 

@@ -63,3 +63,42 @@ def test_bad_reports_name_the_field_and_change_nothing(app, path, status, field)
 def test_get_on_the_done_path_is_not_found_or_not_allowed(app):  # noqa: F811
     st, _ = call(app, "GET", "/rapier/v1/coflows/a/flows/0/done")
     assert st in (404, 405)
+
+
+
+def test_without_stats_completion_only_the_report_finishes_a_flow():
+    """``stats_completion = false``: counters showing every byte (and then standing
+    still past the idle rule) close nothing; bytes_sent stops one slack (1448 bytes)
+    below the size; the receiver's report closes the flow."""
+    from types import SimpleNamespace
+
+    from ryu.app.wsgi import WSGIApplication
+
+    import rapier_app.controller as controller_pkg
+    from rapier_app.controller.core import Settings, cookie_for
+
+    wsgi = WSGIApplication()
+    a = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+        scheduler="rapier", topology="leafspine:3,3,3", agent_url="",
+        stats_completion=False))
+    a.wsgi = wsgi
+    dps = connect_all(a)
+    size = 1448 * 100
+    assert call(a, "POST", "/rapier/v1/coflows", {"id": "a", "flows": [flow(size=size)]})[0] == 201
+    stat = SimpleNamespace(cookie=cookie_for(1), byte_count=101 * 66 + 101 * 1448,
+                           packet_count=101)
+    a.flow_stats_reply(SimpleNamespace(msg=SimpleNamespace(datapath=dps["l1"], body=[stat],
+                                                           flags=0)))
+    with a._lock:
+        a.core.check_idle(a.now() + 100.0)
+    c = call(a, "GET", "/rapier/v1/coflows/a")[1]
+    assert c["state"] == "active" and c["flows"][0]["bytes_sent"] == size - 1448
+    st, body = call(a, "POST", "/rapier/v1/coflows/a/flows/0/done")
+    assert st == 200 and body["finished"] is True and body["coflow"]["state"] == "done"
+
+
+def test_stats_completion_must_be_a_bool():
+    from rapier_app.controller.core import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="stats_completion"):
+        Settings(stats_completion="no").validate()

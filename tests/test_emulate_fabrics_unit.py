@@ -134,7 +134,7 @@ def test_sender_waits_on_a_fifo_and_receiver_announces_done(tmp_path):
     os.mkfifo(go)
     res = {}
     sender = threading.Thread(target=lambda: res.update(transfer.send(
-        "127.0.0.1", port, 300_000, str(tmp_path / "s.json"), go=go)))
+        "127.0.0.1", port, 300_000, str(tmp_path / "s.json"), go=go, preconnect=True)))
     sender.start()
     sender.join(0.3)
     assert sender.is_alive() and not res  # blocked on the FIFO

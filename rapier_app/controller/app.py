@@ -110,6 +110,8 @@ OPTS = [
                  help="idle completion rule: counters still for this long (s) ..."),
     cfg.FloatOpt("idle_fraction", default=_D.idle_fraction,
                  help="... with at least (1 - this) of the flow's bytes sent"),
+    cfg.BoolOpt("stats_completion", default=_D.stats_completion,
+                help="complete flows from flow stats (false: only receiver reports)"),
     cfg.IntOpt("seed", default=_D.seed, help="scheduler seed (ECMP hashing)"),
     cfg.IntOpt("max_paths", default=_D.max_paths,
                help="cap on candidate paths per host pair (0: all equal-cost paths)"),

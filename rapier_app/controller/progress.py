@@ -22,7 +22,10 @@ reconnected and got its rules re-added) are detected and accumulated.
 A third signal (issue 13): a receiver or host agent that has every byte of a flow
 reports it (``POST /rapier/v1/coflows/<id>/flows/<n>/done``,
 :meth:`ProgressMixin.report_flow_done`); the flow is done at the report's arrival,
-without waiting for the next flow-statistics poll (0.5 s by default).
+without waiting for the next flow-statistics poll (0.5 s by default).  With the
+setting ``stats_completion = false`` the reports are the only completion signal
+(the emulation's choice: statistics count bytes at the first hop, before the
+bottleneck queue, and retransmissions twice, so they can close a flow early).
 
 After a controller restart (issue 14) a flow reloaded from the database starts from
 its stored ``bytes_sent`` (written every ``store_progress_interval_s``), but its
@@ -91,7 +94,8 @@ class ProgressMixin:
             size = f.spec.size_bytes
             if payload > prev:
                 tr.last_change_s = now
-            if payload >= size - self.settings.finish_slack_bytes:
+            if (self.settings.stats_completion
+                    and payload >= size - self.settings.finish_slack_bytes):
                 if t_prev is None or payload <= prev:
                     t_fin = now
                 else:
@@ -103,7 +107,10 @@ class ProgressMixin:
             else:
                 if f.bytes_sent <= 0 < payload:
                     started.append(f)
-                f.bytes_sent = max(f.bytes_sent, min(payload, size))
+                # below the size while not done (stats_completion false): a
+                # scheduler never sees a live flow with nothing left
+                f.bytes_sent = max(f.bytes_sent, min(
+                    payload, size - max(self.settings.finish_slack_bytes, 1)))
             tr.last_payload = max(prev, payload)
             tr.last_poll_s = now
         self._record_started(started, now)
@@ -157,6 +164,8 @@ class ProgressMixin:
         done at its last counter change."""
         finished = []
         s = self.settings
+        if not s.stats_completion:
+            return Actions()
         for c in self.active():
             for f in list(c.active_flows()):
                 tr = self.tracks[f.flow_id]

@@ -66,6 +66,12 @@ class Settings:
         finish_slack_bytes: a flow is done when its payload estimate reaches
             ``size_bytes - finish_slack_bytes``.
         idle_finish_s, idle_fraction: the idle completion rule (module docstring).
+        stats_completion: flows may be completed from flow statistics (the size and
+            idle rules).  False (issue 13): only a receiver's or agent's report
+            (``POST .../flows/<n>/done``) completes a flow; statistics still give
+            ``bytes_sent``.  Counters at the first hop count a flow's bytes before
+            they cross the bottleneck queue, and retransmissions twice, so the size
+            rule can close a flow whose last bytes are still on their way.
         seed: scheduler seed (ECMP hashing).
         max_paths: cap on candidate paths per host pair (0: the whole ECMP set).
         reschedule_on: when a flow finishes without ending its coflow, ``"flow"``
@@ -146,6 +152,7 @@ class Settings:
     finish_slack_bytes: int = 1448
     idle_finish_s: float = 2.0
     idle_fraction: float = 0.05
+    stats_completion: bool = True
     seed: int = 0
     max_paths: int = 0
     reschedule_on: str = "auto"
@@ -214,6 +221,9 @@ class Settings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise SettingsError(f"{name}: must be an integer >= 0, got {v!r}")
+        if not isinstance(self.stats_completion, bool):
+            raise SettingsError(f"stats_completion: must be true or false, got "
+                                f"{self.stats_completion!r}")
         if self.reschedule_on not in ("auto", "flow", "coflow"):
             raise SettingsError(f"reschedule_on: must be auto, flow or coflow, got "
                                 f"{self.reschedule_on!r}")
