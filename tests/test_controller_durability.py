@@ -236,6 +236,15 @@ def test_list_pages_and_filters(tmp_path):
                      ("offset=x", "offset"), ("state=running", "state"), ("limit=1e3", "limit")]:
         st, err = call(app, "GET", "/rapier/v1/coflows?" + q)
         assert (st, err["field"]) == (400, field), q
+    # the same rule and words whichever layer refuses it; a repeated or unknown
+    # parameter is refused, not silently dropped
+    for q, field, msg in [("limit=0", "limit", "must be an integer 1..1000"),
+                          ("limit=5000", "limit", "must be an integer 1..1000"),
+                          ("offset=1234567890", "offset", "must be an integer 0..999999999"),
+                          ("state=active&state=done", "state", "given more than once"),
+                          ("limt=5", "limt", "unknown query parameter")]:
+        st, err = call(app, "GET", "/rapier/v1/coflows?" + q)
+        assert (st, err["field"]) == (400, field) and msg in err["error"], (q, err)
 
 
 def test_ended_coflows_leave_memory_but_stay_listed(tmp_path):

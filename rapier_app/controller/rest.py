@@ -280,17 +280,29 @@ class RapierRestController(ControllerBase):
     def list_coflows(self, req, **_kwargs):
         """Coflows in arrival order, a page at a time: ``?limit=`` (1..page_limit,
         default page_limit), ``?offset=`` (>= 0), ``?state=`` (active, done,
-        cancelled, finished; comma-separated); 400 naming a bad parameter."""
+        cancelled, finished; comma-separated); 400 naming a bad parameter: a value
+        out of range (``offset`` has at most 9 digits), a parameter given twice or
+        one this call does not take."""
         try:
-            query = dict(req.GET)
+            items = list(req.GET.items())
         except UnicodeDecodeError:
             raise RequestError(400, "query", "is not UTF-8") from None
+        query: Dict[str, str] = {}
+        for name, raw in items:
+            if name not in ("limit", "offset", "state"):
+                raise RequestError(400, name, "unknown query parameter (limit, offset, "
+                                              "state)")
+            if name in query:
+                raise RequestError(400, name, "given more than once")
+            query[name] = raw
+        cap = self.app.core.settings.page_limit
         args = {}
-        for name in ("limit", "offset"):
+        for name, lo, hi in (("limit", 1, cap), ("offset", 0, 999_999_999)):
             raw = query.get(name)
             if raw is not None:
-                if not (raw.isascii() and raw.isdigit() and len(raw) <= 9):
-                    raise RequestError(400, name, "must be a non-negative integer")
+                if not (raw.isascii() and raw.isdigit() and len(raw) <= 9
+                        and lo <= int(raw) <= hi):
+                    raise RequestError(400, name, f"must be an integer {lo}..{hi}")
                 args[name] = int(raw)
         return 200, self.app.coflows_page(query.get("state"), **args)
 
