@@ -6,7 +6,8 @@ from rapier_app.experiments import bench
 
 
 def test_quick_json_reports_alg1_pass_and_lp_counts(capsys):
-    assert bench.main(["--quick", "--json", "--reps", "1"]) == 0
+    # k=16 and the FB prefix are left to the benchmark itself (minutes here)
+    assert bench.main(["--quick", "--json", "--reps", "1", "--max-k", "8", "--no-sim"]) == 0
     res = json.loads(capsys.readouterr().out)  # one JSON object, nothing else
     assert res["alg1_pass_s"]["k8_n20_w128"] > 0
     # the plain Algorithm 1 re-solves LP (4) in every round: 20 + 19 + ... + 1 = 210;
@@ -20,3 +21,14 @@ def test_sim_times_finds_the_trace_beside_the_repository():
     out = bench.sim_times(1)
     assert set(out["fb_trace_first1"]) == {"baseline", "routing-only", "scheduling-only",
                                            "rapier"}
+
+
+def test_fb_prefix_times_per_scheduler():
+    out = bench.fb_prefix_times(2, ["baseline", "fifo"])
+    assert out["prefix"] == 2 and set(out["wall_s"]) == {"baseline", "fifo"}
+    # coflow 1 (one flow of 1 MB) ends before coflow 2 (two equal flows from ports
+    # 104 and 132 into port 140) arrives at 10.833 s; both of its flows end together.
+    # Decision points: the two arrivals only (a completion that leaves nothing
+    # running asks no one)
+    assert out["events"] == {"baseline": 2, "fifo": 2}
+    assert all(v > 0 for v in out["wall_s"].values())

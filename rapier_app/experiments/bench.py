@@ -19,8 +19,15 @@ Prints (text, or one JSON object with ``--json``):
   trace (first ``--trace-limit`` coflows on ``bigswitch:150``) and, from
   ``results/sweeps/runs.csv``, the mean wall time per experiment, fabric and scheme.
 
-``--quick`` measures k=8 with n = 20, 50, 100 and 5 LPs per solver; it finishes in
-well under a minute on an idle 2-core machine.
+* ``fb_hour_s``: wall seconds per registered scheduler to replay a fixed prefix of
+  the Facebook hour (the first ``--fb-prefix`` coflows, default 10: 6,212 flows, on
+  ``bigswitch:150``; ``fb_hour_prefix`` records N), with ``fb_hour_events`` (decision
+  points).  A fixed prefix so that runs of different commits compare; the whole-hour
+  table is ``benchmarks/event_core.py``.
+
+``--quick`` measures k=8 with n = 20, 50, 100, the k=16 n=100 pass
+(``alg1_pass_s.k16_n100_w128``, issue 16), 5 LPs per solver and ``fb_hour_s``; about
+two minutes on an idle 2-core machine.
 """
 
 from __future__ import annotations
@@ -166,6 +173,33 @@ def sim_times(trace_limit: int) -> dict:
     return out
 
 
+def fb_prefix_times(n_coflows: int, names=None) -> dict:
+    """``{"prefix": N, "wall_s": {scheduler: s}, "events": {scheduler: decisions}}``:
+    each scheduler of the registry (or ``names``) replaying the first ``n_coflows``
+    coflows of the Facebook hour on ``bigswitch:150``; {} when the trace is not
+    beside the repository (``../shared/traces``) nor in ``$RAPIER_FB_TRACE``."""
+    from topologies import build_topology
+    from ..core.workload import port_mapping, read_trace, trace_to_coflows
+    from ..scheduling import make_scheduler, scheduler_names
+    from ..sim import simulate
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(os.path.dirname(repo), "shared", "traces", "FB2010-1Hr-150-0.txt")
+    cand = [c for c in (os.environ.get("RAPIER_FB_TRACE"), path) if c and os.path.exists(c)]
+    if not cand:
+        return {}
+    trace = read_trace(cand[0])
+    topo = build_topology(f"bigswitch:{trace.ports}")
+    cfs = trace_to_coflows(trace, port_mapping(trace.ports, topo), n_coflows)
+    wall, events = {}, {}
+    for name in names or scheduler_names():
+        t0 = time.perf_counter()
+        res = simulate(topo, cfs, make_scheduler(name, topo), record_flows=False)
+        wall[name] = round(time.perf_counter() - t0, 3)
+        events[name] = res.events
+    return {"prefix": n_coflows, "wall_s": wall, "events": events}
+
+
 def main(argv=None) -> int:
     """Entry point of ``rapier-bench``; returns the exit status."""
     p = argparse.ArgumentParser(prog="rapier-bench", description=__doc__,
@@ -176,13 +210,22 @@ def main(argv=None) -> int:
     p.add_argument("--trace-limit", type=int, default=10,
                    help="FB trace: simulate the first N coflows (default 10, 6212 flows)")
     p.add_argument("--no-sim", action="store_true", help="skip the simulator wall times")
+    p.add_argument("--max-k", type=int, default=16,
+                   help="skip the fat-tree passes above this k (the k=16 path cache "
+                        "alone takes about a minute to build)")
+    p.add_argument("--fb-prefix", type=int, default=10,
+                   help="fb_hour_s: replay the first N Facebook coflows (default 10)")
     add_common_arguments(p, quiet_help="log errors only (the measurements are the output)",
                          verbose_help="INFO log lines (-vv: DEBUG)")
     a = p.parse_args(argv)
     setup_logging(a)
     res: dict = {"alg1_pass_s": {}, "alg1_pass_cpu_s": {}, "path_cache_s": {}, "lp_solves": {},
                  "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
-    cases = [(8, 20), (8, 50), (8, 100)] + ([] if a.quick else [(16, 20), (16, 50), (16, 100)])
+    if a.fb_prefix < 1:
+        p.error(f"--fb-prefix: must be at least 1, got {a.fb_prefix}")
+    cases = [(8, 20), (8, 50), (8, 100)] + ([(16, 100)] if a.quick else
+                                            [(16, 20), (16, 50), (16, 100)])
+    cases = [(k, n) for k, n in cases if k <= a.max_k]
     for k, n in cases:
         dt, warm, stats = alg1_pass(k, n, reps=a.reps)
         key = f"k{k}_n{n}_w128"
@@ -214,6 +257,16 @@ def main(argv=None) -> int:
             for label, q in v["fixed_over_lp_alpha"].items():
                 print(f"rounding {kk} {label}: fixed-route alpha / LP alpha mean "
                       f"{q['mean']:.3f}, min {q['min']:.3f}")
+    if not a.no_sim:
+        fb = fb_prefix_times(a.fb_prefix)
+        if fb:
+            res["fb_hour_prefix"] = fb["prefix"]
+            res["fb_hour_s"] = fb["wall_s"]
+            res["fb_hour_events"] = fb["events"]
+            if not a.json:
+                for name, s in fb["wall_s"].items():
+                    print(f"FB hour, first {fb['prefix']} coflows, {name}: {s:.2f} s "
+                          f"({fb['events'][name]} decisions)", flush=True)
     if not a.quick and not a.no_sim:
         res["sim_s"] = sim_times(a.trace_limit)
         if not a.json:
