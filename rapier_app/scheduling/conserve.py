@@ -150,6 +150,16 @@ class WorkConservation:
         self.info = dict(info or {})
         self.passes = 0
         self.visited = 0
+        # Incremental state (see _update): the residual and the per-flow "room" of
+        # the last flow event, and the links whose load changed since (finished
+        # flows, flows given bandwidth).  None: not computed yet.
+        self._res: Optional[np.ndarray] = None
+        self._room: Optional[np.ndarray] = None
+        self._dirty: set = set()
+        self._vpos = np.empty(n, dtype=np.int64)
+        self._vpos[self.visit] = np.arange(self.visit.shape[0], dtype=np.int64)
+        self._csr: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+        self._added: dict = {}  # link -> flows moved onto it by _set_links
 
     def matches(self, coflows: Sequence[CoflowState]) -> bool:
         """True when ``coflows`` are the live coflows of the last full pass (so only
@@ -189,17 +199,26 @@ class WorkConservation:
             sl[4] = len(now_act)
         if not dead:
             return
-        keep = self.alive[self.out_idx]
+        dirty = self._dirty
+        links = self.links
+        rates = self.rates
+        for i in dead:
+            if rates[i] > 0:  # only flows with a rate load links
+                dirty.update(links[i])
         if len(dead) <= 32:
-            drop = np.flatnonzero(~keep).tolist()
-            for j in reversed(drop):
+            # out_idx holds exactly the flows alive before, ascending: the dead
+            # flows' output positions by bisection
+            drop = np.searchsorted(self.out_idx, np.sort(np.array(dead, dtype=np.int64)))
+            for j in reversed(drop.tolist()):
                 del self.out_flows[j]
                 del self.out_paths[j]
+            self.out_idx = np.delete(self.out_idx, drop)
         else:
+            keep = self.alive[self.out_idx]
             kl = keep.tolist()
             self.out_flows = list(compress(self.out_flows, kl))
             self.out_paths = list(compress(self.out_paths, kl))
-        self.out_idx = self.out_idx[keep]
+            self.out_idx = self.out_idx[keep]
 
     def residual(self) -> np.ndarray:
         """Residual capacity (bit/s, >= 0; noise below the tolerance cut to 0) left by
@@ -212,36 +231,114 @@ class WorkConservation:
         res[res <= self.tol] = 0.0
         return res
 
+    def _link_flows(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lptr, lflows, P): per link l, ``lflows[lptr[l]:lptr[l + 1]]`` are the flows
+        whose links at construction cross l, ascending (int64); ``P`` is the
+        flows' links as a padded ``(flows x hops)`` matrix, padding = the sentinel
+        link ``len(capacity)`` (kept current by :meth:`_set_links`).  Built once."""
+        if self._csr is None:
+            L = len(self.cap)
+            n = len(self.links)
+            owner = np.repeat(np.arange(n, dtype=np.int64), self.lens)
+            order = np.argsort(self.lidx, kind="stable")  # ascending flows per link
+            lptr = np.zeros(L + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.lidx, minlength=L), out=lptr[1:])
+            W = int(self.lens.max()) if n else 1
+            P = np.full((n, W), L, dtype=np.int64)
+            if n:
+                col = np.arange(self.lidx.shape[0], dtype=np.int64) - \
+                    np.repeat(self.starts, self.lens)
+                P[owner, col] = self.lidx
+            self._csr = (lptr, owner[order], P)
+        return self._csr
+
+    def _update(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The residual (as :meth:`residual`) and per flow whether every link of its
+        path has residual capacity, updated on the links whose load changed since
+        the last call (``_dirty``) only.
+
+        Bit-identical to recomputing: a link's load is the sum of the rates of the
+        live flows with a rate crossing it, added in flow order (as ``np.bincount``
+        adds in :meth:`residual`), and only the links in ``_dirty`` can have a
+        different set of such flows or rates.  Returns (residual, room), arrays the
+        caller may read but not keep across events."""
+        if self._res is None:
+            res = self.residual()
+            n = len(self.links)
+            room = (np.minimum.reduceat(res[self.lidx], self.starts) > 0 if n
+                    else np.zeros(0, dtype=bool))
+            self._res, self._room = res, room
+            self._dirty = set()
+            return res, room
+        res, room = self._res, self._room
+        if not self._dirty:
+            return res, room
+        lptr, lflows, P = self._link_flows()
+        D = sorted(self._dirty)
+        self._dirty = set()
+        parts, lk = [], []
+        added = self._added
+        for l in D:
+            fl = lflows[lptr[l]:lptr[l + 1]]
+            extra = added.get(l)
+            if extra:
+                fl = np.unique(np.concatenate([fl, np.array(extra, dtype=np.int64)]))
+            parts.append(fl)
+            lk.append(np.full(fl.shape[0], l, dtype=np.int64))
+        F = np.concatenate(parts)
+        Lk = np.concatenate(lk)
+        # the flow still crosses the link (moved flows keep their old CSR entries)
+        on = (P[F] == Lk[:, None]).any(axis=1) if added else np.ones(F.shape[0], bool)
+        rates = self.rates
+        use = on & self.alive[F] & (rates[F] > 0)
+        Dl = np.array(D, dtype=np.int64)
+        load = np.bincount(Lk[use], weights=rates[F[use]], minlength=len(self.cap))[Dl]
+        r = self.cap[Dl] - load
+        r[r <= self.tol[Dl]] = 0.0
+        res[Dl] = r
+        # room of every flow crossing a dirty link (min is exact: any order)
+        G = np.unique(F[on])
+        if G.size:
+            rx = np.append(res, np.inf)
+            room[G] = rx[P[G]].min(axis=1) > 0
+        return res, room
+
     def flow_event(self) -> Schedule:
         """Hand the capacity freed by finished flows to the survivors (module
         docstring) and return the new :class:`Schedule` (survivors only, same
-        order, fallback and info as the full pass)."""
+        order, fallback and info as the full pass).
+
+        Per event the work is O(flows on the links whose load changed) for the
+        residual and the flows' room (:meth:`_update`), plus a few boolean passes
+        over the flows and Python work for the visited flows only."""
         self.passes += 1
         self._refresh_alive()
         alive = self.alive
-        res = self.residual()
-        n = len(self.flows)
-        if n:
-            room = np.minimum.reduceat(res[self.lidx], self.starts) > 0
-        else:
-            room = np.zeros(0, dtype=bool)
+        res, room = self._update()
         flex = self.flexible & alive
-        if flex.any():
+        any_flex = bool(flex.any())
+        if any_flex:
             # every candidate path of a flow leaves its source over one of the
             # source host's uplinks and enters its destination over one of its
             # downlinks: if all of either are full, no candidate has room
             fi, up, down = self._access_ends()
             ok = (res[up].max(axis=1) > 0) & (res[down].max(axis=1) > 0)
             flex[fi[~ok]] = False
-        want = (room | flex) & alive
-        sel = self.visit[want[self.visit]]
-        if sel.size:
-            # links with room that a visited flow can use: once all are full, stop
-            ent = np.repeat(want, self.lens)
-            hot = np.unique(self.lidx[ent])
-            hot = hot[res[hot] > 0]
-            if flex.any():
+            any_flex = bool(flex.any())
+        wi = np.flatnonzero((room | flex) & alive)
+        if wi.size:
+            # Algorithm 3's visiting order among the flows that want bandwidth
+            sel = wi[np.argsort(self._vpos[wi])]
+            dirty = self._dirty
+            if any_flex:
                 hot = None  # a flexible flow may use any candidate link
+            else:
+                # links with room that a visited flow can use: once all are full, stop
+                _, _, P = self._link_flows()
+                hot = np.unique(P[wi])
+                if hot[-1] == len(self.cap):
+                    hot = hot[:-1]
+                hot = hot[res[hot] > 0]
             r = res.tolist()
             left = -1 if hot is None else len(hot)
             tol = self.tol.tolist()
@@ -264,11 +361,13 @@ class WorkConservation:
                     rates[j] += best_bw
                     for l in best_ls:
                         r[l] -= best_bw
+                    dirty.update(self.links[j])
                     continue
                 ls = links[j]
                 bw = min([r[l] for l in ls])
                 if bw > 0.0:
                     rates[j] += bw
+                    dirty.update(ls)
                     for l in ls:
                         x = r[l] - bw
                         r[l] = x
@@ -320,11 +419,19 @@ class WorkConservation:
         """Flow ``j`` takes a path with links ``ls`` (same hop count as before in every
         fabric we build; otherwise the flat arrays are rebuilt)."""
         ls = tuple(int(x) for x in ls)
+        if self._csr is not None:
+            for l in ls:  # for _update: j now crosses l
+                self._added.setdefault(l, []).append(j)
         if len(ls) == self.lens[j]:
             a = int(self.starts[j])
             self.lidx[a:a + len(ls)] = ls
             self.links[j] = ls
+            if self._csr is not None:
+                P = self._csr[2]
+                P[j, :len(ls)] = ls
             return
+        self._csr = None  # rebuilt from the new flat arrays on next use
+        self._added = {}
         self.links[j] = ls
         self.lens = np.fromiter(map(len, self.links), np.int64, len(self.links))
         self.lidx = np.fromiter((l for s in self.links for l in s), np.int64,
