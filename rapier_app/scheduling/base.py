@@ -22,6 +22,10 @@ from topologies import Topology
 from ..core.model import CoflowState, FlowState, Schedule
 
 
+#: entries of a scheduler's ECMP memo (:meth:`Scheduler.ecmp_path`) before it is cleared
+ECMP_MEMO_MAX = 200_000
+
+
 class SchedulerError(ValueError):
     """Unknown scheduler name or invalid scheduler parameter (names the field)."""
 
@@ -124,12 +128,27 @@ class Scheduler:
 
         The hash covers the seed, the endpoints and the flow id (standing for the
         5-tuple), so a flow keeps its path for its whole life, as with switch ECMP.
+        Memoised per scheduler on (src, dst, flow id) (at most
+        :data:`ECMP_MEMO_MAX` entries; RAPIER's tie-break asks for every flow of a
+        coflow at every LP solve).
         """
+        key = (flow.src, flow.dst, flow.flow_id)
+        memo = self.__dict__.get("_ecmp_memo")
+        if memo is None:
+            memo = self._ecmp_memo = {}
+        p = memo.get(key)
+        if p is not None:
+            return p
         paths = self.candidates(flow)
         if len(paths) == 1:
-            return paths[0]
-        h = zlib.crc32(f"{self.seed}|{flow.src}|{flow.dst}|{flow.flow_id}".encode())
-        return paths[h % len(paths)]
+            p = paths[0]
+        else:
+            h = zlib.crc32(f"{self.seed}|{flow.src}|{flow.dst}|{flow.flow_id}".encode())
+            p = paths[h % len(paths)]
+        if len(memo) >= ECMP_MEMO_MAX:
+            memo.clear()  # a pure function of the key: dropping entries is safe
+        memo[key] = p
+        return p
 
 
 REGISTRY: Dict[str, Type[Scheduler]] = {}

@@ -276,7 +276,7 @@ class WorkConservation:
         lptr, lflows, P = self._link_flows()
         D = sorted(self._dirty)
         self._dirty = set()
-        parts, lk = [], []
+        parts = []
         added = self._added
         for l in D:
             fl = lflows[lptr[l]:lptr[l + 1]]
@@ -284,9 +284,8 @@ class WorkConservation:
             if extra:
                 fl = np.unique(np.concatenate([fl, np.array(extra, dtype=np.int64)]))
             parts.append(fl)
-            lk.append(np.full(fl.shape[0], l, dtype=np.int64))
         F = np.concatenate(parts)
-        Lk = np.concatenate(lk)
+        Lk = np.repeat(np.array(D, dtype=np.int64), [x.shape[0] for x in parts])
         # the flow still crosses the link (moved flows keep their old CSR entries)
         on = (P[F] == Lk[:, None]).any(axis=1) if added else np.ones(F.shape[0], bool)
         rates = self.rates
@@ -296,8 +295,9 @@ class WorkConservation:
         r = self.cap[Dl] - load
         r[r <= self.tol[Dl]] = 0.0
         res[Dl] = r
-        # room of every flow crossing a dirty link (min is exact: any order)
-        G = np.unique(F[on])
+        # room of every flow crossing a dirty link (min is exact: any order; a flow
+        # crossing several dirty links is set several times to the same value)
+        G = F[on] if added else F
         if G.size:
             rx = np.append(res, np.inf)
             room[G] = rx[P[G]].min(axis=1) > 0

@@ -123,20 +123,35 @@ class RoundingMixin:
             load[:L] = reserved
         capx = np.append(cap, np.inf)
         out: List[Optional[tuple]] = [None] * len(flows)
+        # per list of usable paths (flows of one pair share the pair's list): its
+        # padded link matrix, the capacities along it and each path's link array
+        # (the list itself is kept so its id is not reused during this call)
+        mats: Dict[int, tuple] = {}
+        path_links = topo.path_links
         for j in np.argsort(-vol, kind="stable").tolist():
             ps = usable[j]
             v = float(vol[j])
             if len(ps) == 1:
                 p = ps[0]
+                la = path_links(p)
             else:
-                f = flows[j]
-                pp = pair_paths(topo, f.src, f.dst, self.max_paths)
-                # the pair's padded matrix when every candidate is usable, else
-                # the usable ones padded the same way (sentinel L)
-                M = pp.padded if ps is pp.paths else pad_rows(
-                    [self._path_links(q) for q in ps], L)
-                p = ps[int(np.argmin(((load[M] + v) / capx[M]).max(axis=1)))]
-            load[list(self._path_links(p))] += v
+                got = mats.get(id(ps))
+                if got is None:
+                    f = flows[j]
+                    pp = pair_paths(topo, f.src, f.dst, self.max_paths)
+                    # the pair's padded matrix when every candidate is usable, else
+                    # the usable ones padded the same way (sentinel L)
+                    if ps is pp.paths:
+                        M, arrs = pp.padded, pp.arrays
+                    else:
+                        M = pad_rows([self._path_links(q) for q in ps], L)
+                        arrs = [path_links(q) for q in ps]
+                    got = mats[id(ps)] = (M, capx[M], arrs, ps)
+                M, capM, arrs, _ = got
+                k = int(np.argmin(((load[M] + v) / capM).max(axis=1)))
+                p = ps[k]
+                la = arrs[k]
+            load[la] += v
             out[j] = p
         return out
 

@@ -218,6 +218,7 @@ class Simulator:
         size = np.zeros(1024)
         sent = np.zeros(1024)
         posmap = np.full(1024, -1, dtype=np.int64)  # global index -> position in act
+        posmap_ok = True  # posmap holds the current positions of the active flows
         cof_of = np.zeros(1024, dtype=np.int64)  # global index -> coflow serial
         by_coflow = self.reschedule_on == "coflow"
         rp = getattr(self.scheduler, "reads_progress", True)
@@ -305,7 +306,7 @@ class Simulator:
                 if new_idx:
                     act_idx = np.concatenate([act_idx, np.array(new_idx, dtype=np.int64)])
                     new_idx = []
-                posmap[act_idx] = np.arange(act_idx.shape[0])
+                posmap_ok = False  # refreshed on first use (schedules not in our order)
                 act_dirty = False
             res.events += 1
             if res.events > self.max_events:
@@ -335,6 +336,9 @@ class Simulator:
                     g = np.fromiter(map(get_idx, vflows), dtype=np.int64, count=len(vflows))
                     pos = np.full(len(vflows), -1, dtype=np.int64)
                     ok = (g >= 0) & (g < n_glob)
+                    if not posmap_ok:
+                        posmap[act_idx] = np.arange(act_idx.shape[0])
+                        posmap_ok = True
                     pos[ok] = posmap[g[ok]]
                     path_pos = [None] * m
                     rate_pos = np.zeros(m)
@@ -410,7 +414,6 @@ class Simulator:
                 deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
                 deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
             sel_arr = np.flatnonzero(pos_mask)
-            mask_list = pos_mask.tolist()
             n_sel = sel_arr.shape[0]
             gsel = act_idx[sel_arr]
             rate_arr = rate_pos[sel_arr]
@@ -490,8 +493,8 @@ class Simulator:
                                             minlength=cof_sent.shape[0])
                 sent[gsel] = new_sent
                 if reads_bytes:
-                    deque(map(setattr, compress(act_flows, mask_list), repeat("bytes_sent"),
-                              new_sent.tolist()), 0)
+                    deque(map(setattr, compress(act_flows, pos_mask.tolist()),
+                              repeat("bytes_sent"), new_sent.tolist()), 0)
                 elif fin.size:
                     for j, b in zip(sel_arr[fin].tolist(), new_sent[fin].tolist()):
                         act_flows[j].bytes_sent = b
