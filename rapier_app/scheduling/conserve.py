@@ -154,11 +154,14 @@ class WorkConservation:
         # the last flow event, and the links whose load changed since (finished
         # flows, flows given bandwidth).  None: not computed yet.
         self._res: Optional[np.ndarray] = None
+        self._rx: Optional[np.ndarray] = None  # _res plus an inf sentinel entry
         self._room: Optional[np.ndarray] = None
         self._dirty: set = set()
         self._vpos = np.empty(n, dtype=np.int64)
         self._vpos[self.visit] = np.arange(self.visit.shape[0], dtype=np.int64)
         self._csr: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+        self._PT: Optional[np.ndarray] = None  # P transposed, contiguous (hops x flows)
+        self._tol_list = self.tol.tolist()
         self._added: dict = {}  # link -> flows moved onto it by _set_links
 
     def matches(self, coflows: Sequence[CoflowState]) -> bool:
@@ -250,6 +253,7 @@ class WorkConservation:
                     np.repeat(self.starts, self.lens)
                 P[owner, col] = self.lidx
             self._csr = (lptr, owner[order], P)
+            self._PT = np.ascontiguousarray(P.T)
         return self._csr
 
     def _update(self) -> Tuple[np.ndarray, np.ndarray]:
@@ -263,7 +267,13 @@ class WorkConservation:
         different set of such flows or rates.  Returns (residual, room), arrays the
         caller may read but not keep across events."""
         if self._res is None:
-            res = self.residual()
+            # the residual lives in the first L entries of an array whose last entry
+            # (the sentinel link of the padded matrix) is inf
+            rx = np.empty(len(self.cap) + 1)
+            rx[-1] = np.inf
+            rx[:-1] = self.residual()
+            self._rx = rx
+            res = rx[:-1]
             n = len(self.links)
             room = (np.minimum.reduceat(res[self.lidx], self.starts) > 0 if n
                     else np.zeros(0, dtype=bool))
@@ -297,10 +307,16 @@ class WorkConservation:
         res[Dl] = r
         # room of every flow crossing a dirty link (min is exact: any order; a flow
         # crossing several dirty links is set several times to the same value)
-        G = F[on] if added else F
+        G = F[on & self.alive[F]]
         if G.size:
-            rx = np.append(res, np.inf)
-            room[G] = rx[P[G]].min(axis=1) > 0
+            # per hop column: a vectorised min across the flows (same values as a
+            # row-wise min: min is exact)
+            PT = self._PT
+            rx = self._rx
+            m = rx[PT[0, G]]
+            for k in range(1, PT.shape[0]):
+                np.minimum(m, rx[PT[k, G]], out=m)
+            room[G] = m > 0
         return res, room
 
     def flow_event(self) -> Schedule:
@@ -341,7 +357,7 @@ class WorkConservation:
                 hot = hot[res[hot] > 0]
             r = res.tolist()
             left = -1 if hot is None else len(hot)
-            tol = self.tol.tolist()
+            tol = self._tol_list
             hot_set = set() if hot is None else set(hot.tolist())
             rates = self.rates
             links = self.links
@@ -427,8 +443,8 @@ class WorkConservation:
             self.lidx[a:a + len(ls)] = ls
             self.links[j] = ls
             if self._csr is not None:
-                P = self._csr[2]
-                P[j, :len(ls)] = ls
+                self._csr[2][j, :len(ls)] = ls
+                self._PT[:len(ls), j] = ls
             return
         self._csr = None  # rebuilt from the new flat arrays on next use
         self._added = {}
