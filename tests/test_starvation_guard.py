@@ -93,3 +93,31 @@ def test_guard_wakeup_is_a_decision_point():
     off = make_scheduler("rapier", topo, delta_s=10.0)  # default: coflow events only
     off.schedule(0.0, [CoflowState(c, pol) for c in cfs])
     assert off.guard_wakeup is False and off.next_wakeup(0.0) is None
+
+
+def test_service_from_flow_completion_passes_ends_the_wait():
+    # bigswitch:4, 1 Gbit/s = 125 MB/s, delta_s = 0.5 s, Algorithm 3 in pick order.
+    # A at 0: h1->h2 100 MB, h3->h1 25 MB.  B at 0: h2->h1 100 MB, h3->h2 50 MB.
+    # C at 0.8 s: h2->h3 25 MB.
+    # t = 0: A first (T 0.8 s < B's), both A flows at 1 Gbit/s; B's flows cross h1
+    # down and h2 down, both full: B gets nothing.  t = 0.2: A's 25 MB flow ends
+    # (no coflow ends: a flow-completion pass) and work conservation gives B/0 the
+    # freed h1 down: 1 Gbit/s.  t = 0.8: A ends, C arrives; B/0 has 25 MB left,
+    # B/1 50 MB.
+    #  * wait_reset="any": B has been served since 0.2 s, not waiting.  C (0.2 s)
+    #    is picked first and takes h2 up; B/1 gets h2 down; B/0 waits for h2 up
+    #    until 1.0 s, then 0.2 s: B ends at 1.2 s, C at 1.0 s (CCT 0.2 s).
+    #  * wait_reset="full": B's wait counts from its arrival (no bandwidth at the
+    #    t = 0 full pass): 0.8 s > 0.5 s, the guard schedules B first, with model
+    #    (2)'s 0.5 Gbit/s for B/0 (25 MB over B's 0.4 s); C gets the other half of
+    #    h2 up: C ends at 1.2 s (CCT 0.4 s), B still at 1.2 s.
+    topo = big_switch(4)
+    cfs = [make_coflow("A", 0, [("h1", "h2", 100 * MB), ("h3", "h1", 25 * MB)]),
+           make_coflow("B", 0, [("h2", "h1", 100 * MB), ("h3", "h2", 50 * MB)]),
+           make_coflow("C", 0.8, [("h2", "h3", 25 * MB)])]
+    want = {"any": {"A": 0.8, "B": 1.2, "C": 0.2}, "full": {"A": 0.8, "B": 1.2, "C": 0.4}}
+    for reset, cct in want.items():
+        s = make_scheduler("rapier", topo, seed=1, delta_s=0.5, wc_order="pick",
+                           wait_reset=reset)
+        res = simulate(topo, cfs, s, record_flows=False)
+        assert {r.coflow_id: r.cct_s for r in res.coflows} == pytest.approx(cct, abs=1e-9)

@@ -53,9 +53,7 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
 * **Rounding** (Alg. 2 lines 3-7): each flow takes the path of its largest m_ij^k;
   ties go to the lexicographically first path.
 * **waitTime** (Alg. 1 lines 2 and 7): the time since the coflow last had a
-  positive rate after a full pass, from Algorithm 1 or from Algorithm 3's spare
-  bandwidth (Section IV-D: serving unscheduled coflows first "also helps prevent
-  starvation"); since its arrival if never.  A coflow that waited longer than
+  positive rate (Algorithm 1 or 3; ``wait_reset``), since its arrival if never.  A coflow that waited longer than
   ``delta_s`` is scheduled next regardless of its CCT (the starvation guard),
   checked when Algorithm 1 runs (and at the wake-ups of ``guard_wakeup``).
   Ties in waiting time and in T_C go to the earlier arrival, then the smaller id.
@@ -74,27 +72,19 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
   paths) has T_C = infinity: it is "not scheduled" in the sense of Section IV-C and
   gets bandwidth only from Algorithm 3.
 * **Algorithm 3** has two evident typos.  Line 5 loops over the flows f of C (not
-  of Omega); AssignBandwidth must, besides finding the largest bottleneck
-  bandwidth over the flow's candidate paths, give that bandwidth to the flow and
-  remove it from R.  A flow already routed by Algorithm 1 keeps its path (a flow
-  has one path) and only tops up along it; an unscheduled flow takes the candidate
-  path with the most residual bandwidth.  Coflows are visited non-increasingly by
-  their minimum CCT (unscheduled, T = infinity, first), flows non-increasingly by
-  remaining volume.  Line 2 cannot order the unscheduled coflows among
-  themselves (all have T = infinity); they are visited in Algorithm 1's pick
-  order, the shortest completion behind the reserved volume first
-  (``wc_ties="order"``; ``"arrival"``, by arrival, was this project's reading
-  before issue 12 and gives old coflows the spare capacity first).
+  of Omega); AssignBandwidth must also give the bandwidth it finds to the flow and
+  take it off R.  A routed flow keeps its path and tops up along it; an
+  unscheduled one takes its candidate path with the most residual bandwidth.
+  Flows go by non-increasing remaining volume; coflows (``wc_order``) by
+  non-increasing minimum CCT, unscheduled (T = inf) first (``"paper"``), ties in
+  Algorithm 1's pick order (``wc_ties``), or all in the pick order (``"pick"``).
 * **LP failure or time-out** (``lp_time_limit_s``): the coflow is reported in
   ``Schedule.fallback`` with the reason, routed by ECMP, and served only by work
   conservation; the scheduler keeps going.
 
-Modules (issue 15): this one keeps the scheduler classes (Algorithm 1, Algorithm 2's
-planning and revalidation); LP (4) and model (2) are in
-:mod:`~rapier_app.scheduling.rapier_lp`, the plan and per-coflow arrays in
-:mod:`~rapier_app.scheduling.rapier_plan`, the rounding and its tie-break in
-:mod:`~rapier_app.scheduling.rapier_round`, Algorithm 3 and the work-conservation glue
-in :mod:`~rapier_app.scheduling.rapier_alg3`.  Every name is re-exported here.
+Modules (issue 15): LP (4) and model (2) in :mod:`.rapier_lp`, plans in
+:mod:`.rapier_plan`, rounding in :mod:`.rapier_round`, Algorithm 3 and the
+work-conservation glue in :mod:`.rapier_alg3`; every name is re-exported here.
 """
 
 from __future__ import annotations
@@ -121,6 +111,14 @@ from .rapier_plan import _SENT, CoflowPlan, _CoflowArrays  # noqa: F401
 from .pathcache import pair_paths, path_link_tuple
 from .rapier_round import RoundingMixin
 
+
+
+def _choice(name: str, value, allowed: tuple):
+    """``value`` if it is one of ``allowed``.  Raises: SchedulerError naming ``name``."""
+    if value not in allowed:
+        raise SchedulerError(f"{name}: must be {' or '.join(map(repr, allowed))}, "
+                             f"got {value!r}")
+    return value
 
 
 @register("rapier")
@@ -163,11 +161,8 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
             the per-flow LP's decisions); True: always; False: never.
         aggregate_min_paths: the threshold of ``aggregate=None`` (default 50,000:
             a per-flow GLOP solve of that size takes about a second here).
-        wc_ties: how Algorithm 3 orders coflows tied in line 2's sort (every
-            unscheduled coflow has minimal CCT = inf): ``"order"`` (default) in
-            Algorithm 1's pick order, the shortest completion behind the reserved
-            volume first; ``"arrival"``: by arrival (this project's reading before
-            issue 12).
+        wc_ties: Algorithm 3's order among coflows tied in line 2 (unscheduled, T =
+            inf): ``"order"`` (default) Algorithm 1's pick order; ``"arrival"``.
         wc_order: the coflow order of Algorithm 3's line 2: ``"paper"`` (default)
             non-increasing minimal CCT, unscheduled coflows (T = inf) first, as the
             paper writes it; ``"pick"``: every coflow in Algorithm 1's pick order
@@ -181,6 +176,13 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
             degenerate when a coflow's host links bound it, and the argmax of a
             simplex vertex sends many coflows through the same core links.
             ``"none"``: the argmax rounding alone (the paper's text).
+        wait_reset: what ends a coflow's waitTime (Alg. 1 line 7): ``"any"``
+            (default) a positive rate after any decision, the flow-completion
+            passes of work conservation included (a coflow served by them is not
+            waiting); ``"full"``: only a positive rate after a full pass (Algorithm 1
+            and 3), this project's reading before, under which a coflow fed by the
+            flow-completion passes still counts as waiting and the guard can
+            promote it.
         guard_wakeup: False (default): the starvation guard is checked only when
             Algorithm 1 runs (coflow arrivals and completions, as the paper invokes
             it).  True: the moment a coflow that got no bandwidth at the last full
@@ -193,7 +195,8 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
 
     Raises:
         SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on,
-            negative aggregate_min_paths, unknown tie_break, wc_ties or wc_order.
+            negative aggregate_min_paths, unknown tie_break, wc_ties, wc_order or
+            wait_reset.
     """
 
     #: tie_break when none is given (variants that change the rounding keep "none")
@@ -216,27 +219,19 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
                  fast: bool = True, aggregate: Optional[bool] = None,
                  aggregate_min_paths: int = 50_000, incremental: bool = True,
                  tie_break: Optional[str] = None, wc_ties: str = "order",
-                 wc_order: str = "paper",
+                 wc_order: str = "paper", wait_reset: str = "any",
                  guard_wakeup: bool = False):
         super().__init__(topology, seed, max_paths)
         self.guard_wakeup = bool(guard_wakeup)
         self._guard_at = math.inf
-        if wc_ties not in ("order", "arrival"):
-            raise SchedulerError(f"wc_ties: must be 'order' or 'arrival', got {wc_ties!r}")
-        self.wc_ties = wc_ties
-        if wc_order not in ("paper", "pick"):
-            raise SchedulerError(f"wc_order: must be 'paper' or 'pick', got {wc_order!r}")
-        self.wc_order = wc_order
-        if tie_break is None:
-            tie_break = self.default_tie_break
-        if tie_break not in ("spread", "none"):
-            raise SchedulerError(f"tie_break: must be 'spread' or 'none', got {tie_break!r}")
-        self.tie_break = tie_break
+        self.wc_ties = _choice("wc_ties", wc_ties, ("order", "arrival"))
+        self.wc_order = _choice("wc_order", wc_order, ("paper", "pick"))
+        self.wait_reset = _choice("wait_reset", wait_reset, ("any", "full"))
+        self._unserved_spans: Dict[str, tuple] = {}  # see Alg3Mixin._track_unserved
+        self.tie_break = _choice("tie_break", self.default_tie_break if tie_break is None
+                                 else tie_break, ("spread", "none"))
         self._cur_reserved: Optional[np.ndarray] = None
-        if route_on not in ("reserved", "residual", "full"):
-            raise SchedulerError(f"route_on: must be 'reserved', 'residual' or 'full', "
-                                 f"got {route_on!r}")
-        self.route_on = route_on
+        self.route_on = _choice("route_on", route_on, ("reserved", "residual", "full"))
         self.incremental = bool(incremental)
         if not self.incremental:
             self.reads_progress = True  # every call is a full pass: fresh counters
@@ -431,7 +426,10 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         if self.incremental and self._wc is not None and self._wc.matches(active) \
                 and now < self._guard_at:
             self.stats["wc_passes"] += 1
-            return self._wc.flow_event()
+            out = self._wc.flow_event()
+            if self._unserved_spans:
+                self._note_wc_service()
+            return out
         self.stats["passes"] += 1
         live = {c.coflow_id for c in active}
         for d in (self._last_served, self._full_routes, self._carr):
@@ -551,6 +549,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         if self.incremental:
             self._wc = self._conservation(out_cof, flows_out, paths_out, rates_all, wc_order,
                                           order, fallback, info)
+            self._track_unserved(out_cof)
         return sched
 
     def next_wakeup(self, now: float) -> Optional[float]:

@@ -9,7 +9,8 @@ that hand out the capacity Algorithm 1 leaves: :meth:`~Alg3Mixin._distribute_ban
 completions between full passes) and :meth:`~Alg3Mixin.flows_finished`.  Split out of
 :mod:`~rapier_app.scheduling.rapier` (issue 15).
 
-The mixin reads the scheduler's ``topology``, ``wc_ties``, ``wc_order`` and ``_wc`` attributes and
+The mixin reads the scheduler's ``topology``, ``wc_ties``, ``wc_order``,
+``wait_reset``, ``_served_prev`` and ``_wc`` attributes and
 its ``wc_priority``, ``_coflow_arrays`` and ``_path_links`` methods.  Units: rates
 and residuals in bit/s, sizes in bytes.
 """
@@ -66,6 +67,31 @@ class Alg3Mixin:
         return WorkConservation(self.topology.capacity, out_cof, flows_out, paths_out, links,
                                 rates, visit, flexible, candidates, order=order,
                                 fallback=fallback, info=info, access=self._access_links)
+
+    def _track_unserved(self, out_cof: Sequence[CoflowState]) -> None:
+        """After a full pass, with ``wait_reset="any"``: remember where the flows of
+        each coflow left without bandwidth (``_served_prev``) sit in the
+        work-conservation state (``_unserved_spans``: coflow id -> (start, end))."""
+        self._unserved_spans = {}
+        if self.wait_reset != "any":
+            return
+        o = 0
+        for c in out_cof:
+            n = len(self._coflow_arrays(c).flows)
+            if c.coflow_id not in self._served_prev:
+                self._unserved_spans[c.coflow_id] = (o, o + n)
+            o += n
+
+    def _note_wc_service(self) -> None:
+        """After a flow-completion pass: a coflow without bandwidth at the last full
+        pass that this pass gave a rate counts as served from now on (its waitTime,
+        Alg. 1 line 7, restarts at the next decision; ``wait_reset="any"``)."""
+        wc = self._wc
+        served = [cid for cid, (a, b) in self._unserved_spans.items()
+                  if bool((wc.alive[a:b] & (wc.rates[a:b] > 0)).any())]
+        for cid in served:
+            del self._unserved_spans[cid]
+            self._served_prev.add(cid)
 
     def _access_links(self, host: str) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
         """Link indices of ``host``'s uplinks and downlinks (its edges in the
