@@ -365,7 +365,7 @@ class Simulator:
                 same = glob_len[act_idx] > 0
             elif type(path_pos) is list and path_pos == cur_paths:
                 # every path is (the same object as, or equal to) the validated one
-                same = np.ones(m, dtype=bool)
+                same = None
             else:
                 # only the sending positions matter (waiting flows are not validated)
                 snd = np.flatnonzero(pos_mask)
@@ -382,7 +382,7 @@ class Simulator:
                         same[snd] = np.fromiter(map(operator.is_, pick(path_pos),
                                                     pick(cur_paths)), dtype=bool,
                                                 count=len(js))
-            for j in np.flatnonzero(pos_mask & ~same).tolist():
+            for j in (() if same is None else np.flatnonzero(pos_mask & ~same).tolist()):
                 p = path_pos[j]
                 if p is None:
                     pos_mask[j] = False
@@ -404,19 +404,19 @@ class Simulator:
                 glob_P[g, :nl] = ls
                 glob_len[g] = nl
                 flat_ok = False
-            bad = pos_mask & ~np.isfinite(rate_pos)
-            if bad.any():
-                j = int(np.flatnonzero(bad)[0])
+            sel_arr = np.flatnonzero(pos_mask)
+            rate_arr = rate_pos[sel_arr]
+            fine = np.isfinite(rate_arr)
+            if not fine.all():  # the first sending flow (position order) with a bad rate
+                j = int(sel_arr[np.flatnonzero(~fine)[0]])
                 raise SimulationError(f"rate_bps: flow {act_flows[j].flow_id} got rate "
                                       f"{rate_pos[j]}")
             if reads:
                 rate_clean = np.where(pos_mask, rate_pos, 0.0)
                 deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
                 deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
-            sel_arr = np.flatnonzero(pos_mask)
             n_sel = sel_arr.shape[0]
             gsel = act_idx[sel_arr]
-            rate_arr = rate_pos[sel_arr]
             if n_sel:
                 if not flat_ok:
                     flat_lens = glob_len[act_idx]
