@@ -124,9 +124,12 @@ class RoundingMixin:
         capx = np.append(cap, np.inf)
         out: List[Optional[tuple]] = [None] * len(flows)
         # per list of usable paths (flows of one pair share the pair's list): its
-        # padded link matrix, the capacities along it and each path's link array
-        # (the list itself is kept so its id is not reused during this call)
+        # padded link matrix transposed (hops x paths, contiguous: the max over a
+        # path's hops is a vectorised max across rows), the capacities along it and
+        # each path's link array (the list itself is kept so its id is not reused
+        # during this call)
         mats: Dict[int, tuple] = {}
+        amax = np.maximum.reduce
         path_links = topo.path_links
         for j in np.argsort(-vol, kind="stable").tolist():
             ps = usable[j]
@@ -146,9 +149,14 @@ class RoundingMixin:
                     else:
                         M = pad_rows([self._path_links(q) for q in ps], L)
                         arrs = [path_links(q) for q in ps]
-                    got = mats[id(ps)] = (M, capx[M], arrs, ps)
-                M, capM, arrs, _ = got
-                k = int(np.argmin(((load[M] + v) / capM).max(axis=1)))
+                    MT = np.ascontiguousarray(M.T)
+                    got = mats[id(ps)] = (MT, capx[MT], arrs, ps)
+                MT, capT, arrs, _ = got
+                # (load + v) / cap per hop, max over hops, first path with the least
+                X = load[MT]
+                X += v
+                X /= capT
+                k = int(amax(X, axis=0).argmin())
                 p = ps[k]
                 la = arrs[k]
             load[la] += v
