@@ -50,7 +50,7 @@ DEFAULT_FABRIC_SCALE = 0.01
 #: Share of the shaped link speed the controller plans with (enforcing schedulers).
 DEFAULT_HEADROOM = 0.95
 #: The controller's flow-statistics period in the emulation (its default is 0.5 s).
-DEFAULT_STATS_INTERVAL_S = 0.5
+DEFAULT_STATS_INTERVAL_S = 0.1
 LOG = logging.getLogger("rapier-emulate")
 
 
