@@ -351,10 +351,9 @@ class WorkConservation:
             else:
                 # links with room that a visited flow can use: once all are full, stop
                 _, _, P = self._link_flows()
-                hot = np.unique(P[wi])
-                if hot[-1] == len(self.cap):
-                    hot = hot[:-1]
-                hot = hot[res[hot] > 0]
+                mark = np.zeros(len(self.cap) + 1, dtype=bool)
+                mark[P[wi]] = True  # the last entry: the padding sentinel
+                hot = np.flatnonzero(mark[:-1] & (res > 0))
             r = res.tolist()
             left = -1 if hot is None else len(hot)
             tol = self._tol_list
