@@ -444,7 +444,8 @@ class Simulator:
                         f"capacity: link {u}->{v} carries {load[worst]:.6g} bit/s over its "
                         f"capacity {cap[worst]:.6g} bit/s at t={now:.9g} s "
                         f"(scheduler {self.scheduler.name})")
-            remaining = np.maximum(size[gsel] - sent[gsel], 0.0)
+            sent_g = sent[gsel]  # bytes sent before this interval (one gather)
+            remaining = np.maximum(size[gsel] - sent_g, 0.0)
             ttf = remaining * BITS / rate_arr
             t_next = now + (float(ttf.min()) if n_sel else math.inf)
             if by_coflow and n_sel:
@@ -484,12 +485,12 @@ class Simulator:
             fin_by: Dict[str, list] = {}
             if n_sel:
                 finished = ttf <= dt * (1 + 1e-9) + 1e-12
-                new_sent = sent[gsel] + rate_arr * dt / BITS
+                new_sent = sent_g + rate_arr * dt / BITS
                 fin = np.flatnonzero(finished)
                 if fin.size:
                     new_sent[fin] = size[gsel[fin]]
                 if reads_coflow:
-                    cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent[gsel],
+                    cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent_g,
                                             minlength=cof_sent.shape[0])
                 sent[gsel] = new_sent
                 if reads_bytes:
