@@ -1,22 +1,34 @@
-"""``rapier-emulate``: RAPIER's testbed experiment (Table II) in Mininet, beside the simulator.
+"""``rapier-emulate``: the simulator's workloads in Mininet, beside the simulator.
 
-``rapier-emulate --scenario testbed`` runs the three coflows of RAPIER Table II on the
-3x3 leaf-spine (9 hosts), once per scheduler (``rapier``, ``routing-only``,
-``baseline``), each time on a fresh network with a fresh controller, and prints per
-coflow the emulated CCT and the simulator's prediction for the same scaled scenario,
-the averages and RAPIER's improvement ``(avg_other - avg_rapier) / avg_other`` (the
-paper's metric, Section V-A).  ``--json`` prints one JSON object instead: for each
-scheduler ``{"coflows": N, "avg_cct_s": ..., "sim_avg_cct_s": ..., "wall_s": ...}``
-plus per-coflow lists.
+``rapier-emulate --scenario testbed`` (the default) runs the three coflows of RAPIER
+Table II on the 3x3 leaf-spine (9 hosts); ``rapier-emulate --topology SPEC
+--synthetic N,WIDTH,INTERARRIVAL_S [--sizes D] [--seed S]`` and ``--topology SPEC
+--trace PATH --limit N`` run the simulator's synthetic and trace workloads
+(:mod:`mininet_tests.workloads`) on ``fattree:K``, ``vl2:DA,DI,S`` or
+``leafspine:L,S,H``.  Each scheduler (``--schedulers``, any registered name; the CLI
+refuses, naming it and why, one that cannot drive the controller) runs on a fresh
+network with a fresh controller.  Printed per scheduler: emulated and simulated
+CCTs (per coflow for up to 4 coflows, else average and p95 with the deviation) and
+RAPIER's improvement ``(avg_other - avg_rapier) / avg_other`` (Section V-A).
+``--json`` prints one JSON object: for each scheduler ``{"coflows", "avg_cct_s",
+"p95_cct_s", "ccts_s", "sim_avg_cct_s", "sim_p95_cct_s", "sim_ccts_s", "wall_s",
+...}``.  ``--out`` (default ``rapier-emu-out``) receives ``summary.json``,
+``timelines.json`` (per flow, every 0.1 s: the controller's rate and the bytes
+received, and the simulator's rate and bytes), ``run-<scheduler>.json``, and with
+``--plot [COFLOW]`` one ``timeline-<scheduler>-<coflow>.png`` each.
 
 Scaling (these machines run Open vSwitch in userspace on 2 cores): links run at
-``--link-mbps`` (default 10 Mbit/s, 1/100 of the testbed's 1 Gbit/s) and flow sizes
-are multiplied by ``--scale`` (default 1/1600 = 0.000625), so every transfer takes
-1/16 of its testbed time: 3.17 GB becomes 1.98 MB, 17.9 GB 11.2 MB.  (Slower links
-with proportionally smaller flows keep the same durations and halve the packet rate
-the userspace switches must carry, which keeps the emulation closer to the model
-on a loaded 2-core machine.)  The simulator is run on the
-same scaled topology (``leaf_spine(3, 3, 3, link_bps=link_mbps * 1e6)``) and sizes.
+``--link-mbps`` (default 10 Mbit/s) and flow sizes are multiplied by ``--scale``
+(testbed default 1/1600: every transfer takes 1/16 of its 1 Gbit/s testbed time;
+fabric default 0.01: the simulator's times at 1 Gbit/s).  The simulator runs the
+same scaled workload on the same fabric with every capacity at the rate the
+controller plans with (``--headroom`` x link; the full link for ``baseline``, whose
+TCP fills it) times ``--goodput`` (default 1448/1514, the payload share of a full
+TCP segment's frame).  Completion: receivers announce their last byte and the run
+reports it to the controller at once (controller ``stats_completion = false``);
+senders connect before the clock starts; the controller polls flow statistics
+every ``--stats-interval`` (0.1 s) for the bytes sent that RAPIER reads at each
+arrival.  mininet_tests/README.md measures each of these causes of deviation.
 
 ``baseline`` is ECMP without rate limits: its controller has no agent URL (it pushes
 no rates) and its agents run with ``--no-enforce``.
