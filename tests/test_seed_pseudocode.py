@@ -182,3 +182,31 @@ def test_sincronia_ordered_coflows_keep_their_place():
     cct = {r.coflow_id: r.cct_s for r in old.coflows}
     assert cct["X"] == pytest.approx(1.8, rel=1e-9)
     assert cct["Y"] == pytest.approx(0.8, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------
+# Sincronia Algorithm 2: the faster greedy decides exactly as the full rescan
+# ---------------------------------------------------------------------------------
+def test_greedy_rates_equals_rescan_bit_for_bit():
+    import numpy as np
+    from rapier_app.scheduling.seedbase import _greedy_rates_rescan, greedy_rates
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        L, n, W = int(rng.integers(3, 30)), int(rng.integers(0, 200)), int(rng.integers(1, 5))
+        cap = np.concatenate([rng.choice([1e9, 1e10, 4e8], L), [np.inf]])
+        P = rng.integers(0, L, (n, W))
+        pad = rng.random((n, W)) < 0.3
+        pad[:, 0] = False
+        P[pad] = L
+        res = cap * rng.choice([1, 1, 0.5, 1e-12], L + 1)
+        res[-1] = np.inf
+        tol = np.concatenate([1e-9 * cap[:L], [0.0]])
+        r1, r2 = res.copy(), res.copy()
+        assert np.array_equal(greedy_rates(P, r1, tol), _greedy_rates_rescan(P, r2, tol))
+        assert np.array_equal(r1, r2)
+    # hand case: a 2x2 shuffle on 4 ports (links 0,1 up; 2,3 down), 1 Gbit/s:
+    # rows (0,2), (0,3), (1,2), (1,3) -> rows 0 and 3 take the full rate.
+    P = np.array([[0, 2], [0, 3], [1, 2], [1, 3]])
+    res = np.array([1e9] * 4 + [np.inf])
+    tol = np.array([1.0] * 4 + [0.0])
+    assert greedy_rates(P, res, tol).tolist() == [1e9, 0.0, 0.0, 1e9]

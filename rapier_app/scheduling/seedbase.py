@@ -223,11 +223,69 @@ def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.nda
 
     This is Sincronia Algorithm 2 ("allocate entire BW to the flow if its ingress
     and egress ports are free") generalised to paths and to partly used links: a flow
-    whose path has free capacity takes the minimum residual along it, so on a big
-    switch with uniform ports it gets the full port rate exactly when both its ports
-    are free.  Each allocation saturates a link, so the loop runs at most
-    ``#links`` times over vectorised scans.
+    whose path has free capacity (its smallest residual above the largest tolerance
+    of its links) takes the minimum residual along it, so on a big switch with
+    uniform ports it gets the full port rate exactly when both its ports are free.
+
+    Args:
+        P: int matrix (flows x width) of link rows padded with the dummy index
+            ``len(residual) - 1``, flows in priority order.
+        residual: free capacity per link plus the dummy ``inf`` (bit/s).
+        tol: per link, the residual at or below which it is saturated (bit/s).
+
+    Returns:
+        Rates in bit/s, one per row.
+
+    Residuals only decrease, so a flow found ineligible never becomes eligible
+    again: an eligibility mask is computed once, and after each allocation only the
+    rows crossing the allocated flow's links are re-tested (found through
+    :func:`link_index` for ``WATERFILL_INCREMENTAL`` rows or more).  Each allocation
+    saturates a link, so there are at most ``#links`` of them.  Same test, same floating-point operations and order as the
+    row-by-row rescan it replaces, so the rates are bit for bit equal.
     """
+    n = P.shape[0]
+    rate = np.zeros(n)
+    if n == 0:
+        return rate
+    nl = residual.shape[0]
+    dummy = nl - 1
+    W = P.shape[1]
+    tmax = _row_max(tol, P)
+    ok = _row_min(residual, P) > tmax
+    if n < WATERFILL_INCREMENTAL:
+        by_link = lptr = None
+    else:
+        by_link, lptr = link_index(P, nl)
+    i = -1
+    while True:
+        nxt = ok[i + 1:]
+        if not nxt.size:
+            break
+        j = int(nxt.argmax())  # first True (argmax stops there on a bool array)
+        if not nxt[j]:
+            break
+        i += 1 + j
+        row = P[i]
+        r = float(residual[row].min())
+        rate[i] = r
+        links = row[row < dummy]
+        residual[links] -= r
+        np.maximum(residual, 0.0, out=residual)
+        # only the rows crossing one of these links can have become ineligible
+        if by_link is None:
+            rows = np.arange(i + 1, n)
+        else:
+            rows = np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in links.tolist()]) // W
+            rows = rows[rows > i]
+        if rows.size:
+            rows = rows[ok[rows]]
+            ok[rows] = _row_min(residual, P[rows]) > tmax[rows]
+    return rate
+
+
+def _greedy_rates_rescan(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """:func:`greedy_rates` as first written (a full rescan after every
+    allocation); kept as the reference the tests compare it with."""
     n = P.shape[0]
     rate = np.zeros(n)
     start = 0
