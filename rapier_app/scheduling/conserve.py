@@ -26,8 +26,10 @@ After the pass every surviving flow has a link at capacity on its path (flexible
 flows: on every candidate path, or they got bandwidth), the work-conservation
 invariant that ``tests/test_work_conservation.py`` checks between events.
 
-Cost per flow event: O(active flows) vectorised numpy work plus Python work only for
-the flows that have room.  Units: rates and capacities in bit/s.
+Cost per flow event: the residual and each flow's room are updated on the links
+whose load changed since the last event only (bit-identical to recomputing them,
+issue 16), plus a few boolean passes over the flows, the output lists, and Python
+work only for the flows that have room.  Units: rates and capacities in bit/s.
 """
 
 from __future__ import annotations
