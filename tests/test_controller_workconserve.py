@@ -153,29 +153,30 @@ def test_varys_coflow_mode_leaves_b_waiting():
 #   A's rates remaining / T_A: A/0 = 0.1 Gbit/s, A/1 = 1 Gbit/s.
 #   Residual: h1 up 0.9, h2 down 0.9, h3 up 0, h4 down 0 (Gbit/s).
 #   B on the residual: B/1 needs h3 up (0) -> T infinite, no rate.
-#   Algorithm 3 visits coflows by decreasing T (B: infinite, then A: 8 s) and flows
-#   by decreasing remaining bytes: B/0 (1100 MB) += min(h1 up 0.9, h5 down 1) =
-#   0.9 Gbit/s; B/1 finds h3 up full; A/0 finds h1 up full; A/1 h3 up full.
-#   => A/0 0.1 Gbit/s, A/1 1 Gbit/s, B/0 0.9 Gbit/s, B/1 0 (trickle).
-# So unlike Varys, RAPIER already gives B/0 bandwidth at t = 0.  What changes at the
-# flow event: A/0 done frees 0.1 Gbit/s on h1 up (and on h2 down); work
-# conservation on the survivors gives B/0 += min(h1 up 0.1, h5 down 0.1) =
-# 0.1 Gbit/s -> 1 Gbit/s; A/1 and B/1 still find h3 up full.
-#   => push to h1: {B/0: 1e9} (was 0.9e9); no push to h3.
-# (At 0.1 Gbit/s, A/0 would really need 8 s for its 0.8 Gbit; the flow statistics
-# here simply say it is done at 0.8 s.  The core trusts the counters, and the
-# work-conservation pass does not depend on the time, only on who is still alive.)
+#   Algorithm 3 (wc_order="pick", default: coflows in Algorithm 1's pick order, A
+#   then B; flows by decreasing remaining bytes): A/1 finds h3 up full; A/0 +=
+#   min(h1 up 0.9, h2 down 0.9) = 0.9 -> 1 Gbit/s; B/0 and B/1 find h1 up and h3
+#   up full.
+#   => A/0 1 Gbit/s, A/1 1 Gbit/s, B/0 0 (trickle), B/1 0 (trickle).
+# (wc_order="paper" visits B first, T = infinite, and gives B/0 the 0.9 Gbit/s.)
+# At the flow event: A/0 done frees h1 up (and h2 down); work conservation on the
+# survivors gives B/0 += min(h1 up 1, h5 down 1) = 1 Gbit/s; A/1 and B/1 still find
+# h3 up full.
+#   => push to h1: {B/0: 1e9} (was the trickle); no push to h3.
+# (The flow statistics here simply say A/0 is done at 0.8 s.  The core trusts the
+# counters, and the work-conservation pass does not depend on the time, only on
+# who is still alive.)
 def test_rapier_initial_rates():
     core, rates = start("rapier", "auto")
     assert core.reschedule_mode() == "flow"
     trickle = core.settings.min_rate_bps
-    assert rates["A/0"][0] == "h1" and rates["A/0"][1] == pytest.approx(0.1 * GBPS, rel=REL)
+    assert rates["A/0"][0] == "h1" and rates["A/0"][1] == pytest.approx(GBPS, rel=REL)
     assert rates["A/1"][0] == "h3" and rates["A/1"][1] == pytest.approx(GBPS, rel=REL)
-    assert rates["B/0"][0] == "h1" and rates["B/0"][1] == pytest.approx(0.9 * GBPS, rel=REL)
+    assert rates["B/0"] == ("h1", trickle)
     assert rates["B/1"] == ("h3", trickle)
     alloc = allocated(core)
-    assert alloc == pytest.approx({"A/0": 0.1 * GBPS, "A/1": GBPS, "B/0": 0.9 * GBPS,
-                                   "B/1": 0.0}, rel=REL)
+    assert alloc == pytest.approx({"A/0": GBPS, "A/1": GBPS, "B/0": 0.0, "B/1": 0.0},
+                                  rel=REL)
     view = core.schedule_view()
     assert view["order"][0] == "A" and view["fallback"] == {}
     assert view["info"]["t_min_s"]["A"] == pytest.approx(8.0, rel=REL)
@@ -183,7 +184,7 @@ def test_rapier_initial_rates():
 
 @pytest.mark.parametrize("name", ["scheduling-only", "rapier"])
 def test_flow_completion_pushes_freed_capacity_to_b(name):
-    """Varys: B/0 0 -> 1 Gbit/s; RAPIER: 0.9 -> 1 Gbit/s (hand computations above).
+    """Varys and RAPIER: B/0 0 -> 1 Gbit/s (hand computations above).
     One more scheduler call, a work-conservation pass only, and one push, to h1."""
     core, _ = start(name, "auto")
     count = core.schedule_count
@@ -201,16 +202,16 @@ def test_flow_completion_pushes_freed_capacity_to_b(name):
 
 
 def test_rapier_coflow_mode_keeps_b_at_its_old_rate():
-    """Decisions only at coflow events: B/0 keeps 0.9 Gbit/s; h1's 0.1 Gbit/s idles."""
+    """Decisions only at coflow events: B/0 keeps its rate 0 (the trickle) and h1's
+    uplink idles, as under Varys."""
     core, _ = start("rapier", "coflow")
     count = core.schedule_count
     acts = finish_a0(core)
     assert core.schedule_count == count
     assert core.scheduler.stats["wc_passes"] == 0
     p = pushed(acts)
-    assert set(p) == {"h1"} and set(p["h1"]) == {"B/0"}
-    assert p["h1"]["B/0"] == pytest.approx(0.9 * GBPS, rel=REL)
-    assert allocated(core)["B/0"] == pytest.approx(0.9 * GBPS, rel=REL)
+    assert p == {"h1": {"B/0": core.settings.min_rate_bps}}
+    assert allocated(core)["B/0"] == 0.0
 
 
 # ---------------------------------------------------------------------------

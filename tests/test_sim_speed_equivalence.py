@@ -54,7 +54,7 @@ CASES = ([("fig1", s) for s in CLASSIC + ["rapier", "sincronia", "aalo"]]
 #: for RAPIER, LP (4) on the full capacities, the decisions the pins were made with.
 LEGACY = {"scheduling-only": {"incremental": False},
           "rapier": {"incremental": False, "route_on": "full", "tie_break": "none",
-                     "wc_ties": "arrival"},
+                     "wc_ties": "arrival", "wc_order": "paper"},
           # issue 16: the seed schedulers' pre-issue-16 readings, kept as options
           "aalo": {"rounds": 2},
           "philae": {"rounds": 2, "pilot_rule": "min-ports"},

@@ -76,8 +76,8 @@ Readings of the pseudo-code, where the text is incomplete or has typos:
   take it off R.  A routed flow keeps its path and tops up along it; an
   unscheduled one takes its candidate path with the most residual bandwidth.
   Flows go by non-increasing remaining volume; coflows (``wc_order``) by
-  non-increasing minimum CCT, unscheduled (T = inf) first (``"paper"``), ties in
-  Algorithm 1's pick order (``wc_ties``), or all in the pick order (``"pick"``).
+  Algorithm 1's pick order (``"pick"``, default), or as line 2 says by
+  non-increasing minimum CCT, unscheduled (T = inf) first, ties by ``wc_ties``.
 * **LP failure or time-out** (``lp_time_limit_s``): the coflow is reported in
   ``Schedule.fallback`` with the reason, routed by ECMP, and served only by work
   conservation; the scheduler keeps going.
@@ -163,12 +163,13 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
             a per-flow GLOP solve of that size takes about a second here).
         wc_ties: Algorithm 3's order among coflows tied in line 2 (unscheduled, T =
             inf): ``"order"`` (default) Algorithm 1's pick order; ``"arrival"``.
-        wc_order: the coflow order of Algorithm 3's line 2: ``"paper"`` (default)
-            non-increasing minimal CCT, unscheduled coflows (T = inf) first, as the
-            paper writes it; ``"pick"``: every coflow in Algorithm 1's pick order
-            (the minimum CCT first, as Varys hands out its leftover), so a scheduled
-            short coflow's flows get spare capacity before a long one's and are
-            ahead of their model-(2) schedule when the next coflow arrives.
+        wc_order: the coflow order of Algorithm 3's line 2: ``"pick"`` (default)
+            every coflow in Algorithm 1's pick order (minimum CCT first, as Varys
+            hands out its leftover: a short coflow's flows get ahead of schedule
+            and a later arrival that preempts it costs less); ``"paper"``:
+            non-increasing minimal CCT, unscheduled coflows first, as written.
+            Measured in docs/results.md ("Algorithm 3's order"); neither wins
+            every hand case (tests/test_work_conservation.py).
         tie_break: ``"spread"`` (default of ``rapier`` and ``rapier-bssi``): after
             Algorithm 2's argmax rounding, the coflow takes its flows' ECMP paths
             instead when they reach the same completion time behind the reserved
@@ -219,7 +220,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
                  fast: bool = True, aggregate: Optional[bool] = None,
                  aggregate_min_paths: int = 50_000, incremental: bool = True,
                  tie_break: Optional[str] = None, wc_ties: str = "order",
-                 wc_order: str = "paper", wait_reset: str = "any",
+                 wc_order: str = "pick", wait_reset: str = "any",
                  guard_wakeup: bool = False):
         super().__init__(topology, seed, max_paths)
         self.guard_wakeup = bool(guard_wakeup)
@@ -569,7 +570,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
 
     def wc_priority(self, active: Sequence[CoflowState]) -> Optional[List[CoflowState]]:
         """The coflow order of work conservation, or None (default) for Algorithm 3's:
-        unscheduled coflows first, then by non-increasing minimum CCT."""
+        ``wc_order``."""
         return None
 
     def _commit(self, best: CoflowState, plan: CoflowPlan, pending: list, order: list,
