@@ -138,6 +138,21 @@ class PairPaths:
         return self._common
 
 
+def _topology_cache(store: "weakref.WeakKeyDictionary", last: list,
+                    topology: Topology) -> dict:
+    """``topology``'s dict in ``store`` (created on first use); ``last`` holds the
+    (weak reference, dict) of the previous call, so repeated calls for one topology
+    skip the weak-dictionary lookup."""
+    hit = last[0]
+    if hit is not None and hit[0]() is topology:
+        return hit[1]
+    cache = store.get(topology)
+    if cache is None:
+        cache = store[topology] = {}
+    last[0] = (weakref.ref(topology), cache)
+    return cache
+
+
 def pair_paths(topology: Topology, src: str, dst: str,
                max_paths: Optional[int] = None) -> PairPaths:
     """The shared :class:`PairPaths` of ``src -> dst`` on ``topology`` (candidate
@@ -146,14 +161,7 @@ def pair_paths(topology: Topology, src: str, dst: str,
     Raises:
         TopologyError: unknown host or no path (from ``candidate_paths``).
     """
-    last = _LAST_PAIRS[0]
-    if last is not None and last[0]() is topology:
-        cache = last[1]
-    else:
-        cache = _PAIRS.get(topology)
-        if cache is None:
-            cache = _PAIRS[topology] = {}
-        _LAST_PAIRS[0] = (weakref.ref(topology), cache)
+    cache = _topology_cache(_PAIRS, _LAST_PAIRS, topology)
     key = (src, dst, max_paths)
     pp = cache.get(key)
     if pp is None:
@@ -170,14 +178,7 @@ def path_link_tuple(topology: Topology, path: tuple) -> tuple:
     Raises:
         TopologyError: a hop of the path is not a link.
     """
-    last = _LAST_LINKS[0]
-    if last is not None and last[0]() is topology:
-        cache = last[1]
-    else:
-        cache = _LINKS.get(topology)
-        if cache is None:
-            cache = _LINKS[topology] = {}
-        _LAST_LINKS[0] = (weakref.ref(topology), cache)
+    cache = _topology_cache(_LINKS, _LAST_LINKS, topology)
     ls = cache.get(path)
     if ls is None:
         ls = tuple(topology.path_links(path).tolist())
