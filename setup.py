@@ -10,6 +10,8 @@ setup(
     packages=find_packages(include=["rapier_app", "rapier_app.*", "topologies", "topologies.*",
                                     "enforcement", "enforcement.*", "mininet_tests",
                                     "mininet_tests.*"]),
+    # the controller's option table (read by rapier_app/controller/settings.py)
+    package_data={"rapier_app.controller": ["options.toml"]},
     python_requires=">=3.9",
     install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6",
                       # rapier-experiment run --dask / --jobs, progress bars

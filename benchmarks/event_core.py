@@ -37,6 +37,8 @@ import subprocess
 import sys
 import time
 
+from _common import write_json
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
@@ -126,9 +128,7 @@ def main(argv=None) -> int:
                   f"{r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['events']:7d} "
                   f"{r['events_per_s']:8.0f} {r['peak_mib']:6.0f} {r['fingerprint']}",
                   flush=True)
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+    write_json(a.json, rows)
     return 0
 
 

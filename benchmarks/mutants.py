@@ -27,7 +27,6 @@ docs/testing.md for the score and the survivors.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -36,6 +35,8 @@ import time
 import tomllib
 from dataclasses import dataclass
 from typing import List, Tuple
+
+from _common import write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.path.join(ROOT, ".venv", "bin", "python")
@@ -181,9 +182,7 @@ def main(argv=None) -> int:
     tot_n = sum(n for _, n in pk.values())
     if tot_n:
         print(f"score all: {tot_k}/{tot_n} killed ({100 * tot_k / tot_n:.0f} %)")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=2)
+    write_json(args.json, results, indent=2)
     return 0
 
 

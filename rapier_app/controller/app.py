@@ -33,8 +33,9 @@ the idle completion rule, scheduler wake-ups, retries of failed agent pushes) an
 the agent pusher (one ``PUT /v1/flows`` per host whose rate set changed, latest set
 wins, short timeouts; an unreachable agent is logged and retried).
 
-Options (oslo.config group ``[rapier]``, see ``configs/rapier.conf``) are declared
-in :data:`OPTS` with their defaults.
+Options (oslo.config group ``[rapier]``, see ``configs/rapier.conf``): :data:`OPTS`,
+built from the option table ``options.toml`` (:data:`.settings.OPTIONS`), which
+:class:`~.settings.Settings` is built from too.
 """
 
 from __future__ import annotations
@@ -64,104 +65,19 @@ from . import agent_client, links as linkmod, ofmsgs  # noqa: E402
 from .httpserver import configure_wsgi_server  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
 from .core import Actions, Settings, make_core, missing_switches  # noqa: E402
+from .settings import OPTIONS  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
 
-_D = Settings()
-#: The controller's options, group ``[rapier]``; defaults come from :class:`Settings`.
-OPTS = [
-    cfg.StrOpt("scheduler", default=_D.scheduler,
-               help="scheduler name: rapier, rapier-residual, baseline, scheduling-only, "
-                    "routing-only, fair, and the seed schedulers when installed"),
-    cfg.StrOpt("topology", default=_D.topology,
-               help="topology spec from topologies/: fattree:K, vl2:DA,DI[,T], "
-                    "leafspine:L,S,H, bigswitch:N, fig1 (Mininet must build the same)"),
-    cfg.FloatOpt("link_bps", default=None,
-                 help="link speed in bit/s (default: the topology's, 1e9); set it to the "
-                      "emulated link speed"),
-    cfg.StrOpt("rest_host", default=None,
-               help="REST listen address (default 127.0.0.1; an explicit --wsapi-host "
-                    "other than 0.0.0.0 wins); off loopback rest_token is required"),
-    cfg.IntOpt("rest_port", default=None, min=1, max=65535,
-               help="REST port (default: Ryu's --wsapi-port, 8080); an explicit "
-                    "--wsapi-port other than 8080 wins"),
-    cfg.StrOpt("agent_url", default=_D.agent_url,
-               help="host agent URL template with {host} {ip} {port}: http://{ip}:{port} "
-                    "or unix:/tmp/rapier-agents/{host}.sock; empty: no agents"),
-    cfg.IntOpt("agent_port", default=_D.agent_port, min=1, max=65535,
-               help="host agent TCP port ({port} in agent_url)"),
-    cfg.FloatOpt("agent_timeout_s", default=_D.agent_timeout_s,
-                 help="timeout of one agent HTTP call (s)"),
-    cfg.FloatOpt("lp_time_limit_s", default=_D.lp_time_limit_s,
-                 help="time limit of one LP solve (s); a coflow whose LP fails or times "
-                      "out falls back to default forwarding"),
-    cfg.FloatOpt("delta_s", default=_D.delta_s,
-                 help="RAPIER starvation threshold delta (s)"),
-    cfg.FloatOpt("stats_interval_s", default=_D.stats_interval_s,
-                 help="flow-stats polling period (s)"),
-    cfg.FloatOpt("min_rate_bps", default=_D.min_rate_bps,
-                 help="rate pushed for a flow the schedule makes wait (bit/s)"),
-    cfg.IntOpt("header_bytes", default=_D.header_bytes,
-               help="per-packet header bytes subtracted from rule byte counters"),
-    cfg.IntOpt("finish_slack_bytes", default=_D.finish_slack_bytes,
-               help="a flow is done when its payload estimate reaches size - slack"),
-    cfg.FloatOpt("idle_finish_s", default=_D.idle_finish_s,
-                 help="idle completion rule: counters still for this long (s) ..."),
-    cfg.FloatOpt("idle_fraction", default=_D.idle_fraction,
-                 help="... with at least (1 - this) of the flow's bytes sent"),
-    cfg.BoolOpt("stats_completion", default=_D.stats_completion,
-                help="complete flows from flow stats (false: only receiver reports)"),
-    cfg.IntOpt("seed", default=_D.seed, help="scheduler seed (ECMP hashing)"),
-    cfg.IntOpt("max_paths", default=_D.max_paths,
-               help="cap on candidate paths per host pair (0: all equal-cost paths)"),
-    cfg.StrOpt("reschedule_on", default=_D.reschedule_on,
-               help="decide again at every flow completion (flow), only when a coflow "
-                    "arrives or finishes (coflow), or as the scheduler says (auto)"),
-    # durability and retention (issue 14)
-    cfg.StrOpt("state_db", default=_D.state_db,
-               help="SQLite file of the accepted coflows and their state (WAL); relative "
-                    "to the working directory; :memory: or off for none"),
-    cfg.FloatOpt("store_progress_interval_s", default=_D.store_progress_interval_s,
-                 help="period of writing the flows' bytes_sent to the database (s)"),
-    cfg.FloatOpt("retention_s", default=_D.retention_s,
-                 help="a done or cancelled coflow leaves memory this long after it ended "
-                      "(s); it stays in the database"),
-    cfg.IntOpt("rule_idle_timeout_s", default=_D.rule_idle_timeout_s, min=0, max=65535,
-               help="OpenFlow idle_timeout of coflow rules (s; 0: none)"),
-    cfg.IntOpt("page_limit", default=_D.page_limit, min=1,
-               help="default and largest page of GET /coflows"),
-    # security (issue 14): tokens, listen addresses, request caps (docs/operations.md)
-    cfg.StrOpt("rest_token", default=_D.rest_token, secret=True,
-               help="bearer token required on POST/PUT/DELETE (Authorization: Bearer ...); "
-                    "empty: none, allowed only when REST listens on loopback"),
-    cfg.StrOpt("agent_token", default=_D.agent_token, secret=True,
-               help="bearer token sent to the host agents (their --token-file)"),
-    cfg.StrOpt("ofp_host", default=None,
-               help="OpenFlow listen address (default 127.0.0.1; an explicit "
-                    "--ofp-listen-host other than 0.0.0.0 wins)"),
-    cfg.IntOpt("max_body_bytes", default=_D.max_body_bytes, min=1024,
-               help="largest REST request body (bytes); larger: 413"),
-    cfg.IntOpt("max_flows_per_coflow", default=_D.max_flows_per_coflow, min=1,
-               help="most flows in one POST /coflows; more: 413"),
-    # responsiveness and reconciliation (issue 14, docs/operations.md)
-    cfg.FloatOpt("decision_budget_s", default=_D.decision_budget_s,
-                 help="wall-clock budget of one scheduling decision (s); over it, the "
-                      "coflows decided for the first time use default forwarding"),
-    cfg.FloatOpt("reconcile_interval_s", default=_D.reconcile_interval_s,
-                 help="period of reading switch flow tables back and repairing them (s; "
-                      "0: only after a reconnect)"),
-    cfg.FloatOpt("agent_retry_min_s", default=_D.agent_retry_min_s,
-                 help="first retry delay of a failed agent push (s), doubling ..."),
-    cfg.FloatOpt("agent_retry_max_s", default=_D.agent_retry_max_s,
-                 help="... up to this (s)"),
-    cfg.FloatOpt("agent_reconcile_interval_s", default=_D.agent_reconcile_interval_s,
-                 help="period of pushing every agent its full rate set again (s; 0: never)"),
-    cfg.FloatOpt("rest_socket_timeout_s", default=_D.rest_socket_timeout_s,
-                 help="idle timeout of one REST connection (s)"),
-    cfg.IntOpt("rest_max_connections", default=_D.rest_max_connections, min=1,
-               help="most REST connections served at once"),
-]
+#: oslo.config option class per option type of the table (:data:`.settings.OPTIONS`).
+_OPT_CLASSES = {"str": cfg.StrOpt, "float": cfg.FloatOpt, "int": cfg.IntOpt,
+                "bool": cfg.BoolOpt}
+
+#: The controller's options, group ``[rapier]``: one per entry of ``options.toml``
+#: (:data:`.settings.OPTIONS`), with its default, help text, bounds and secrecy.
+OPTS = [_OPT_CLASSES[o.type](o.name, default=o.default_value(), help=o.help, **o.oslo)
+        for o in OPTIONS]
 
 CONF = cfg.CONF
 CONF.register_opts(OPTS, group="rapier")

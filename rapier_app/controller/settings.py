@@ -1,6 +1,11 @@
 """Controller options (:class:`Settings`, the ``[rapier]`` section of the oslo.config
 file) and the scheduler they name (:func:`build_scheduler`).
 
+Every option is declared once, in the table ``options.toml`` beside this module
+(name, type, default, help text, oslo.config bounds; read by
+:func:`parse_option_table` into :data:`OPTIONS`): :class:`Settings` gets its fields,
+defaults and docstring from it, and :data:`.app.OPTS` its oslo.config options.
+
 Units: bit/s for rates, seconds for times, bytes for sizes.  Part of the controller's
 pure core (:mod:`.core`); no Ryu import.
 """
@@ -11,8 +16,15 @@ import inspect
 import math
 import os
 import re
-from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Mapping, Optional
+import textwrap
+from dataclasses import dataclass, field, fields, make_dataclass
+from importlib import resources
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the tomli backport, same API
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from topologies import Topology
 
@@ -36,146 +48,197 @@ class SettingsError(ValueError):
     """A controller option has a bad value; the message starts with its name."""
 
 
-@dataclass
-class Settings:
-    """Controller options (the ``[rapier]`` section of the oslo.config file).
+class OptionTableError(ValueError):
+    """The option table (``options.toml``) is malformed; the message names the file,
+    the option and the key at fault."""
+
+
+#: Option types of the table -> the Python type of the value.
+OPTION_TYPES: Dict[str, type] = {"str": str, "float": float, "int": int, "bool": bool}
+
+#: Functions an option may name as its ``default_factory``.
+DEFAULT_FACTORIES: Dict[str, Callable[[], Any]] = {"default_state_db": default_state_db}
+
+_OPTION_KEYS = {"name", "type", "optional", "default", "default_factory", "help", "doc",
+                "min", "max", "secret"}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One controller option as ``options.toml`` declares it.
 
     Attributes:
-        scheduler: scheduler registry name (``rapier``, ``baseline``, ...).
-        topology: topology spec for :func:`topologies.build_topology`
-            (``leafspine:3,3,3``, ``fattree:4``, ``vl2:4,4,2``, ...).
-        link_bps: link speed override in bit/s (None: the builder's default,
-            1 Gbit/s); must match the emulated link speed for rates to be right.
-        rest_host, rest_port: REST listen address.  ``rest_host`` None: 127.0.0.1
-            (loopback), unless ``--wsapi-host`` names another address; an address
-            off loopback needs ``rest_token`` (see the security block below).
-            ``rest_port`` None: Ryu's ``--wsapi-port`` (8080).
-        agent_url: URL template of the host agents, with ``{host}``, ``{ip}`` and
-            ``{port}`` placeholders; ``http://{ip}:{port}`` or
-            ``unix:/tmp/rapier-agents/{host}.sock``.  Empty: no agents (rates are
-            computed and shown, not enforced).
-        agent_port: TCP port of the agents (``{port}``).
-        agent_timeout_s: timeout of one agent HTTP call in seconds.
-        lp_time_limit_s: time limit of one LP solve in seconds (RAPIER).
-        delta_s: RAPIER's starvation threshold delta in seconds.
-        stats_interval_s: flow-stats polling period in seconds.
-        min_rate_bps: rate pushed to agents for a flow the schedule makes wait
-            (rate 0): a trickle that keeps its TCP connection alive, in bit/s.
-        header_bytes: per-packet header bytes subtracted from rule byte counters
-            to estimate payload bytes.
-        finish_slack_bytes: a flow is done when its payload estimate reaches
-            ``size_bytes - finish_slack_bytes``.
-        idle_finish_s, idle_fraction: the idle completion rule (module docstring).
-        stats_completion: flows may be completed from flow statistics (the size and
-            idle rules).  False (issue 13): only a receiver's or agent's report
-            (``POST .../flows/<n>/done``) completes a flow; statistics still give
-            ``bytes_sent``.  Counters at the first hop count a flow's bytes before
-            they cross the bottleneck queue, and retransmissions twice, so the size
-            rule can close a flow whose last bytes are still on their way.
-        seed: scheduler seed (ECMP hashing).
-        max_paths: cap on candidate paths per host pair (0: the whole ECMP set).
-        reschedule_on: when a flow finishes without ending its coflow, ``"flow"``
-            calls the scheduler again (RAPIER and Varys then run only their
-            work-conservation pass, which hands the finished flow's bandwidth to
-            the surviving flows, and the new rates are pushed); ``"coflow"`` keeps
-            the last decision for the remaining flows (only the finished flow's
-            rules and rate go); ``"auto"`` (default) follows the scheduler's own
-            ``reschedule_on`` (``flow`` for RAPIER and Varys: Algorithm 1 / SEBF +
-            MADD run in full when a coflow arrives or finishes, RAPIER Section
-            IV-C, work conservation alone at the other flow completions).
-
-    Durability and retention (issue 14; see ``docs/operations.md``):
-
-    Attributes:
-        state_db: SQLite file of the accepted coflows and their state (WAL mode,
-            :mod:`.store`); relative paths are taken from the working directory;
-            ``:memory:`` keeps it in memory (tests), ``""`` or ``off`` disables it.
-            Default: ``$RAPIER_STATE_DB`` or ``rapier-state/controller.sqlite3``.
-        store_progress_interval_s: how often the flows' ``bytes_sent`` are written
-            to the database (s); arrivals, completions and cancels are written at once.
-        retention_s: a done or cancelled coflow leaves memory this long after it
-            ended (s; it stays in the database and in ``GET /coflows``).
-        rule_idle_timeout_s: OpenFlow ``idle_timeout`` of the coflow rules (s, 0..65535;
-            0: none), a safety net for rules a crashed controller left behind.
-        page_limit: default and largest page of ``GET /coflows`` (coflows).
-
-    Security (issue 14; see ``docs/operations.md``):
-
-    Attributes:
-        rest_token: bearer token every mutating REST call (POST, PUT, DELETE) must
-            send as ``Authorization: Bearer <token>``; ``""``: none, allowed only while
-            REST listens on loopback (the controller refuses to start otherwise).
-            At least 16 characters of ``A-Z a-z 0-9 - . _ ~ + /`` (RFC 6750 token).
-        agent_token: bearer token the controller sends to the host agents (each
-            agent's ``--token-file``); ``""``: none (agents on Unix sockets).
-        ofp_host: OpenFlow listen address; None: 127.0.0.1 unless Ryu's
-            ``--ofp-listen-host`` names another address.
-        max_body_bytes: largest REST request body (bytes); larger: 413.
-        max_flows_per_coflow: most flows in one ``POST /coflows``; more: 413.
-
-    Responsiveness and reconciliation (issue 14; see ``docs/operations.md``):
-
-    Attributes:
-        decision_budget_s: wall-clock budget of one scheduling decision (s), all
-            LPs of the call together (the decision worker, :mod:`.worker`); a
-            decision that takes longer puts the coflows it was deciding for the first
-            time on default forwarding (``GET /coflows/<id>``: ``decision`` is
-            ``fallback``, ``fallback`` gives the reason).
-        reconcile_interval_s: period of reading every switch's flow table back and
-            repairing differences from the controller's view (s; 0: only when a
-            switch reconnects).
-        agent_retry_min_s, agent_retry_max_s: exponential backoff of a failed agent
-            push: first retry after ``agent_retry_min_s``, doubling up to
-            ``agent_retry_max_s`` (s).
-        agent_reconcile_interval_s: period of pushing every agent its full desired
-            rate set again, whatever it was sent (s; 0: never).
-        rest_socket_timeout_s: idle timeout of one REST connection (s): a client that
-            sends nothing for this long is disconnected (eventlet.wsgi
-            ``socket_timeout``).
-        rest_max_connections: most concurrent REST connections (eventlet.wsgi
-            ``max_size``: green threads serving them).
+        name: option name (a :class:`Settings` field, an oslo.config option).
+        type: ``str``, ``float``, ``int`` or ``bool`` (a key of :data:`OPTION_TYPES`).
+        section: name of the table section (``core``, ``durability``, ...).
+        help: oslo.config help text.
+        doc: the :class:`Settings` docstring entry.
+        optional: the value may be None (unset).
+        default: the default value (None for an optional option without one).
+        default_factory: name of a :data:`DEFAULT_FACTORIES` function called for
+            every :class:`Settings` instead of ``default``, or None.
+        oslo: extra oslo.config arguments (``min``, ``max``, ``secret``).
     """
 
-    scheduler: str = "rapier"
-    topology: str = "leafspine:3,3,3"
-    link_bps: Optional[float] = None
-    rest_host: Optional[str] = None
-    rest_port: Optional[int] = None
-    agent_url: str = "http://{ip}:{port}"
-    agent_port: int = 7070
-    agent_timeout_s: float = 1.0
-    lp_time_limit_s: float = 5.0
-    delta_s: float = 10.0
-    stats_interval_s: float = 0.5
-    min_rate_bps: float = 100e3
-    header_bytes: int = 66
-    finish_slack_bytes: int = 1448
-    idle_finish_s: float = 2.0
-    idle_fraction: float = 0.05
-    stats_completion: bool = True
-    seed: int = 0
-    max_paths: int = 0
-    reschedule_on: str = "auto"
-    # -- durability and retention (issue 14) --
-    state_db: str = field(default_factory=default_state_db)
-    store_progress_interval_s: float = 1.0
-    retention_s: float = 3600.0
-    rule_idle_timeout_s: int = 300
-    page_limit: int = 1000
-    # -- security (issue 14: listen addresses, tokens, request caps) --
-    rest_token: str = ""
-    agent_token: str = ""
-    ofp_host: Optional[str] = None
-    max_body_bytes: int = 1 << 20
-    max_flows_per_coflow: int = 1000
-    # -- responsiveness and reconciliation (issue 14) --
-    decision_budget_s: float = 2.0
-    reconcile_interval_s: float = 10.0
-    agent_retry_min_s: float = 0.5
-    agent_retry_max_s: float = 30.0
-    agent_reconcile_interval_s: float = 30.0
-    rest_socket_timeout_s: float = 30.0
-    rest_max_connections: int = 4096
+    name: str
+    type: str
+    section: str
+    help: str
+    doc: str
+    optional: bool = False
+    default: Any = None
+    default_factory: Optional[str] = None
+    oslo: Mapping[str, Any] = field(default_factory=dict)
+
+    def default_value(self) -> Any:
+        """The default now (a ``default_factory`` is called at each call)."""
+        if self.default_factory is not None:
+            return DEFAULT_FACTORIES[self.default_factory]()
+        return self.default
+
+    def dataclass_field(self) -> Tuple[str, str, Any]:
+        """``(name, annotation, dataclasses.field)`` for :func:`dataclasses.make_dataclass`;
+        the annotation is a string (``"Optional[float]"``), as in a class body under
+        ``from __future__ import annotations``."""
+        annotation = f"Optional[{self.type}]" if self.optional else self.type
+        if self.default_factory is not None:
+            return self.name, annotation, field(
+                default_factory=DEFAULT_FACTORIES[self.default_factory])
+        return self.name, annotation, field(default=self.default)
+
+
+def _check_value(where: str, key: str, value: Any, kind: str) -> Any:
+    """``value`` as an option of type ``kind`` (an int widened to float for a float
+    option); raises :class:`OptionTableError` naming ``where`` and ``key`` otherwise."""
+    if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if type(value) is not OPTION_TYPES[kind]:
+        raise OptionTableError(f"{where}: {key} must be a {kind}, got {value!r}")
+    return value
+
+
+def _parse_option(where: str, section: str, raw: Mapping[str, Any]) -> Option:
+    """One ``[[section.option]]`` table -> :class:`Option` (checked, see
+    :func:`parse_option_table`)."""
+    unknown = sorted(set(raw) - _OPTION_KEYS)
+    if unknown:
+        raise OptionTableError(f"{where}: unknown key(s) {', '.join(unknown)} "
+                               f"(known: {', '.join(sorted(_OPTION_KEYS))})")
+    kind = raw.get("type")
+    if kind not in OPTION_TYPES:
+        raise OptionTableError(f"{where}: type must be one of "
+                               f"{', '.join(sorted(OPTION_TYPES))}, got {kind!r}")
+    for key in ("help", "doc"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise OptionTableError(f"{where}: {key} must be a non-empty string")
+    if "help" not in raw:
+        raise OptionTableError(f"{where}: help is missing")
+    optional = raw.get("optional", False)
+    if not isinstance(optional, bool):
+        raise OptionTableError(f"{where}: optional must be true or false, got {optional!r}")
+    factory = raw.get("default_factory")
+    if factory is not None and ("default" in raw or factory not in DEFAULT_FACTORIES):
+        raise OptionTableError(f"{where}: default_factory must be one of "
+                               f"{', '.join(sorted(DEFAULT_FACTORIES))} and comes "
+                               f"without default, got {factory!r}")
+    if "default" in raw:
+        default = _check_value(where, "default", raw["default"], kind)
+    elif factory is None and not optional:
+        raise OptionTableError(f"{where}: default is missing (or say optional = true)")
+    else:
+        default = None
+    oslo: Dict[str, Any] = {}
+    for key in ("min", "max"):
+        if key in raw:
+            if kind not in ("int", "float"):
+                raise OptionTableError(f"{where}: {key} applies to int and float options")
+            oslo[key] = _check_value(where, key, raw[key], kind)
+    if "secret" in raw:
+        oslo["secret"] = _check_value(where, "secret", raw["secret"], "bool")
+    return Option(name=raw["name"], type=kind, section=section, help=raw["help"],
+                  doc=raw.get("doc", raw["help"]), optional=optional, default=default,
+                  default_factory=factory, oslo=oslo)
+
+
+def parse_option_table(text: str, source: str = "options.toml"
+                       ) -> Tuple[Tuple[Tuple[str, str], ...], Tuple[Option, ...]]:
+    """Parse and check an option table (the format of ``options.toml``).
+
+    Args:
+        text: TOML text: ``[[section]]`` tables (``name``, ``title``), each with
+            ``[[section.option]]`` tables (keys: the file's header comment).
+        source: file name for the error messages.
+
+    Returns:
+        ``(sections, options)``: ``(name, title)`` per section and every
+        :class:`Option`, both in table order.
+
+    Raises:
+        OptionTableError: bad TOML, an unknown key or type, a default of the wrong
+            type, a missing default or help text, a repeated or non-identifier name.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise OptionTableError(f"{source}: {exc}") from None
+    if set(data) != {"section"} or not isinstance(data["section"], list):
+        raise OptionTableError(f"{source}: expected only [[section]] tables, got keys "
+                               f"{', '.join(sorted(data)) or 'none'}")
+    sections, options, seen = [], [], set()
+    for i, sec in enumerate(data["section"]):
+        sname, title = sec.get("name"), sec.get("title")
+        if not isinstance(sname, str) or not isinstance(title, str) \
+                or set(sec) - {"name", "title", "option"} \
+                or not isinstance(sec.get("option", []), list):
+            raise OptionTableError(f"{source}: section {i + 1} needs a name and a title "
+                                   f"(and nothing but option tables)")
+        sections.append((sname, title))
+        for raw in sec.get("option", []):
+            name = raw.get("name") if isinstance(raw, dict) else None
+            where = f"{source}: option {name!r}"
+            if not isinstance(name, str) or not name.isidentifier() or name in seen:
+                raise OptionTableError(f"{where}: name must be a new Python identifier")
+            seen.add(name)
+            options.append(_parse_option(where, sname, raw))
+    return tuple(sections), tuple(options)
+
+
+def _settings_doc(sections: Sequence[Tuple[str, str]], options: Sequence[Option]) -> str:
+    """The option list appended to the :class:`Settings` docstring: every option of
+    the table by section, with its type and default (indented as a class docstring)."""
+    lines = []
+    for sname, title in sections:
+        lines += ["", f"    {title}:", "", "    Attributes:"]
+        for o in (o for o in options if o.section == sname):
+            default = (f"{o.default_factory}()" if o.default_factory
+                       else repr(o.default))
+            kind = f"Optional[{o.type}]" if o.optional else o.type
+            lines += textwrap.wrap(f"{o.name} ({kind}, default {default}): {o.doc}",
+                                   width=88, initial_indent="        ",
+                                   subsequent_indent="            ",
+                                   break_on_hyphens=False, break_long_words=False)
+    return "\n".join(lines) + "\n"
+
+
+#: The option table: ``(name, title)`` per section, and every :class:`Option` in the
+#: order of the :class:`Settings` fields.
+SECTIONS, OPTIONS = parse_option_table(
+    resources.files(__package__).joinpath("options.toml").read_text(encoding="utf-8"),
+    "rapier_app/controller/options.toml")
+
+#: Generated dataclass holding the fields of :class:`Settings` (one per option).
+_Fields = make_dataclass("_Fields", [o.dataclass_field() for o in OPTIONS],
+                         namespace={"__module__": __name__})
+
+
+@dataclass
+class Settings(_Fields):
+    """Controller options (the ``[rapier]`` section of the oslo.config file).
+
+    Declared once, in ``rapier_app/controller/options.toml``: the fields, their
+    defaults, the list below and the oslo.config options (``app.OPTS``) all come from
+    that table.  Units: bit/s for rates, seconds for times, bytes for sizes.
+    """
 
     def validate(self) -> "Settings":
         """Check every option; return self.
@@ -309,6 +372,9 @@ class Settings:
             if k not in known:
                 raise SettingsError(f"{k}: unknown option (known: {', '.join(sorted(known))})")
         return cls(**dict(values)).validate()
+
+
+Settings.__doc__ += _settings_doc(SECTIONS, OPTIONS)
 
 
 def build_scheduler(settings: Settings, topology: Topology):
