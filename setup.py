@@ -12,10 +12,11 @@ setup(
                                     "mininet_tests.*"]),
     # the controller's option table (read by rapier_app/controller/settings.py)
     package_data={"rapier_app.controller": ["options.toml"]},
-    python_requires=">=3.9",
+    python_requires=">=3.9",  # tomllib from 3.11, tomli before
     install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6",
                       # rapier-experiment run --dask / --jobs, progress bars
-                      "dask[distributed]>=2024.1", "tqdm>=4.60"],
+                      "dask[distributed]>=2024.1", "tqdm>=4.60",
+                      "tomli>=2; python_version < '3.11'"],
     extras_require={"test": ["pytest>=7", "hypothesis>=6.100"]},
     entry_points={"console_scripts": [
         "rapier-sim=rapier_app.cli:main",

@@ -64,9 +64,7 @@ def test_shipped_config_names_every_option():
         keys = {line.lstrip("#").split("=")[0].strip() for line in fh
                 if "=" in line and not line.startswith("# ")}
     missing = {o.name for o in OPTIONS if o.name not in keys}
-    # stats_completion (issue 13) is not in configs/rapier.conf yet: add it there,
-    # then drop it from this set.
-    assert missing <= {"stats_completion"}
+    assert not missing
 
 
 def table(option_lines: str) -> str:
