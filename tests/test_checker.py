@@ -307,3 +307,38 @@ def test_truncated_or_incomplete_event_files_are_bad_input(tmp_path, capsys):
     bad.write_text("\n".join([lines[0], json.dumps(ev2)] + lines[2:]) + "\n")
     assert check_main([str(bad)]) == 2
     assert "record 0 (line 2): malformed field" in capsys.readouterr().err
+
+
+class _BadPathWhileWaiting(Scheduler):
+    """A waiting flow (rate 0) carries a path to the wrong host until t >= 1 s; the
+    flow then sends on it (t >= 2 s) or on its real path (``fixed``)."""
+
+    def __init__(self, topo, fixed: bool):
+        super().__init__(topo)
+        self.fixed = fixed
+
+    def schedule(self, now, coflows):
+        out = {}
+        for c in coflows:
+            for f in c.active_flows():
+                if now < 2.0:
+                    out[f.flow_id] = Allocation((f.src, "s1", "h3"), 0.0)
+                else:
+                    out[f.flow_id] = Allocation((f.src, "s1", "h3" if not self.fixed
+                                                 else f.dst), 1e9)
+        return Schedule(out)
+
+    def next_wakeup(self, now):
+        return 2.0 if now < 2.0 else None
+
+
+def test_a_waiting_flows_path_is_checked_only_when_it_sends():
+    """The simulator remembers waiting flows' paths (issue 16: so that an unchanged
+    schedule is recognised at C speed) but refuses a bad one only once the flow
+    sends on it: a placeholder path on a flow without bandwidth is no error."""
+    topo, cfs = one_flow()
+    res = simulate(topo, cfs, _BadPathWhileWaiting(topo, fixed=True))
+    # 125 MB at 1 Gbit/s from t = 2 s
+    assert res.coflows[0].finish_s == pytest.approx(3.0)
+    with pytest.raises(SimulationError, match="wrong endpoints"):
+        simulate(topo, cfs, _BadPathWhileWaiting(topo, fixed=False))

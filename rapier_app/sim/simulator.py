@@ -242,7 +242,8 @@ class Simulator:
                     else None)
         cof_sent = np.zeros(len(self.specs))  # per coflow serial (arrival order)
         arrived = False
-        # Per active position: the last validated path (a tuple; _UNSET: none);
+        # Per active position: the last validated path (a tuple; None: the schedule gave
+        # none; _UNSET: none validated yet);
         # positions move only when flows finish.
         cur_paths: List[object] = []
         # validated link indices per global flow index, as a padded matrix (row g:
@@ -361,39 +362,37 @@ class Simulator:
             # flows that send: an allocation with a positive (or NaN: caught below) rate
             pos_mask = ~(rate_pos <= 0)
             if sticky:
-                # each flow keeps its first path: only never-validated flows need a look
+                # each flow keeps its first path: only never-validated flows that send
+                # need a look (a waiting flow's path is not yet its own)
                 same = glob_len[act_idx] > 0
+                look = pos_mask & ~same
             elif type(path_pos) is list and path_pos == cur_paths:
                 # every path is (the same object as, or equal to) the validated one
-                same = None
+                look = None
             else:
-                # only the sending positions matter (waiting flows are not validated)
-                snd = np.flatnonzero(pos_mask)
-                if snd.shape[0] == m:
-                    same = np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool,
-                                       count=m)
-                else:
-                    same = np.ones(m, dtype=bool)
-                    js = snd.tolist()
-                    if len(js) == 1:
-                        same[js[0]] = path_pos[js[0]] is cur_paths[js[0]]
-                    elif js:
-                        pick = operator.itemgetter(*js)
-                        same[snd] = np.fromiter(map(operator.is_, pick(path_pos),
-                                                    pick(cur_paths)), dtype=bool,
-                                                count=len(js))
-            for j in (() if same is None else np.flatnonzero(pos_mask & ~same).tolist()):
+                # waiting flows' paths are looked at too (and remembered when valid):
+                # then the next event's list comparison above passes at C speed
+                look = ~np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool,
+                                    count=m)
+            for j in (() if look is None else np.flatnonzero(look).tolist()):
                 p = path_pos[j]
                 if p is None:
                     pos_mask[j] = False
+                    if not sticky:
+                        cur_paths[j] = None
                     continue
                 f = act_flows[j]
+                sends = bool(pos_mask[j])
                 if p[0] != f.src or p[-1] != f.dst:
+                    if not sends:
+                        continue  # never used: checked again if it comes to send
                     raise SimulationError(f"path: flow {f.flow_id} ({f.src}->{f.dst}) got "
                                           f"path {'-'.join(p)} with wrong endpoints")
                 try:
                     ls = path_links(p)
                 except TopologyError as exc:
+                    if not sends:
+                        continue
                     raise SimulationError(f"flow {f.flow_id}: {exc}") from None
                 cur_paths[j] = p if type(p) is tuple else _UNSET
                 g = int(act_idx[j])
