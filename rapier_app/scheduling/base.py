@@ -71,6 +71,13 @@ class Scheduler:
             ``"candidates"``: as ``"path"`` for sending flows, and a waiting flow has
             a link at capacity on every candidate path (the scheme may route a waiting
             flow on any candidate path, RAPIER Algorithm 3's AssignBandwidth).
+        volatile_schedules: set True by a caller that reads a returned
+            :class:`Schedule`'s vectors only until its next call to :meth:`schedule`
+            and never keeps them (the simulator, for the length of a run; issue 16).
+            Schemes may then hand out their own live lists instead of copies (RAPIER
+            and Varys at flow completions: two O(flows) list copies per event less).
+            False (default): every returned schedule is the caller's to keep (the
+            controller's ``last_schedule``).
 
     Args:
         topology: the fabric (capacities in bit/s, candidate paths).
@@ -84,6 +91,7 @@ class Scheduler:
     reads_progress = True
     sticky_paths = False
     work_conserving = None
+    volatile_schedules = False
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
         self.topology = topology

@@ -455,5 +455,5 @@ class Varys(_Routed):
             visit = (np.concatenate([np.arange(int(bounds[k]), int(bounds[k + 1]))
                                      for k in order_k]) if order_k else np.zeros(0, np.int64))
             self._wc = WorkConservation(cap, active, flows, paths, lpy, final, visit,
-                                        order=order)
+                                        order=order, volatile=self.volatile_schedules)
         return Schedule.from_vectors(flows, paths, final, order=order, tuple_paths=True)

@@ -83,6 +83,9 @@ class WorkConservation:
             has room.  Without it the flow's current first and last link are used,
             exact only where every host has one access link (fat-tree, VL2,
             leaf-spine, big switch; not Fig. 1's dual-homed hosts).
+        volatile: the caller reads a returned schedule only until the next
+            :meth:`flow_event` (the scheduler's ``volatile_schedules``): the
+            schedule then holds the live survivor lists, not copies.
 
     Raises:
         ValueError: the per-flow sequences differ in length.
@@ -99,7 +102,7 @@ class WorkConservation:
                  order: Optional[List[str]] = None, fallback: Optional[dict] = None,
                  info: Optional[dict] = None,
                  access: Optional[Callable[[str], Tuple[Sequence[int], Sequence[int]]]]
-                 = None):
+                 = None, volatile: bool = False):
         n = len(flows)
         if not (len(paths) == len(links) == len(rates) == n):
             raise ValueError(f"WorkConservation: {n} flows, {len(paths)} paths, "
@@ -125,6 +128,7 @@ class WorkConservation:
             raise ValueError("WorkConservation: flexible flows need candidates")
         self.candidates = candidates
         self.access = access
+        self.volatile = bool(volatile)
         self._ends: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self.alive = np.ones(n, dtype=bool)
         self._gidx = {id(f): i for i, f in enumerate(self.flows)}
@@ -391,8 +395,13 @@ class WorkConservation:
                         if x <= tol[l] and l in hot_set:
                             left -= 1
                             hot_set.discard(l)
-        # copies: the lists are compacted in place at the next event, and a caller
-        # may keep this schedule (the controller's last_schedule)
+        # copies unless volatile: the lists are compacted in place at the next
+        # event, and a caller may keep this schedule (the controller's last_schedule)
+        if self.volatile:
+            return Schedule.from_vectors(self.out_flows, self.out_paths,
+                                         self.rates[self.out_idx],
+                                         order=self.order, fallback=self.fallback,
+                                         info=self.info, tuple_paths=True)
         return Schedule.from_vectors(list(self.out_flows), list(self.out_paths),
                                      self.rates[self.out_idx],
                                      order=self.order, fallback=self.fallback, info=self.info,
@@ -437,8 +446,12 @@ class WorkConservation:
         fabric we build; otherwise the flat arrays are rebuilt)."""
         ls = tuple(int(x) for x in ls)
         if self._csr is not None:
-            for l in ls:  # for _update: j now crosses l
-                self._added.setdefault(l, []).append(j)
+            lptr, lflows, _ = self._csr
+            for l in ls:  # for _update: j now crosses l (unless it did at construction)
+                seg = lflows[lptr[l]:lptr[l + 1]]
+                k = int(np.searchsorted(seg, j))
+                if k == seg.shape[0] or seg[k] != j:
+                    self._added.setdefault(l, []).append(j)
         if len(ls) == self.lens[j]:
             a = int(self.starts[j])
             self.lidx[a:a + len(ls)] = ls

@@ -66,7 +66,8 @@ class Alg3Mixin:
         links = [self._path_links(p) for p in paths_out]
         return WorkConservation(self.topology.capacity, out_cof, flows_out, paths_out, links,
                                 rates, visit, flexible, candidates, order=order,
-                                fallback=fallback, info=info, access=self._access_links)
+                                fallback=fallback, info=info, access=self._access_links,
+                                volatile=self.volatile_schedules)
 
     def _track_unserved(self, out_cof: Sequence[CoflowState]) -> None:
         """After a full pass, with ``wait_reset="any"``: remember where the flows of

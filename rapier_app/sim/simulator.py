@@ -201,6 +201,20 @@ class Simulator:
         Raises:
             SimulationError: see the class docstring.
         """
+        # the run reads each schedule only until the next call (volatile_schedules)
+        sch = self.scheduler
+        had = sch.__dict__.get("volatile_schedules", None)
+        sch.volatile_schedules = True
+        try:
+            return self._run()
+        finally:
+            if had is None:
+                del sch.volatile_schedules
+            else:
+                sch.volatile_schedules = had
+
+    def _run(self) -> SimResult:
+        """The body of :meth:`run`."""
         t_wall = time.perf_counter()
         topo = self.topology
         cap = topo.capacity
