@@ -126,7 +126,7 @@ class FlowState:
     """
 
     __slots__ = ("spec", "flow_id", "coflow_id", "src", "dst", "dst_port", "bytes_sent",
-                 "finish_s", "path", "rate_bps", "_policy", "start_s", "_sim_idx")
+                 "finish_s", "path", "rate_bps", "_policy", "start_s", "_sim_idx", "_ord")
 
     def __init__(self, spec: FlowSpec, policy: InfoPolicy, start_s: float):
         self.spec = spec
@@ -143,6 +143,7 @@ class FlowState:
         self.start_s = start_s
         # Index of the flow in the simulator's flow arrays (-1: no simulator owns it).
         self._sim_idx = -1
+        self._ord = -1  # position in its CoflowState's flows (set there; -1: none)
 
     @property
     def done(self) -> bool:
@@ -191,6 +192,8 @@ class CoflowState:
         self.arrival_s = spec.arrival_s
         self.weight = spec.weight
         self.flows: List[FlowState] = [FlowState(f, policy, spec.arrival_s) for f in spec.flows]
+        for i, f in enumerate(self.flows):
+            f._ord = i
         self.finish_s: Optional[float] = None
         self._active: Optional[List[FlowState]] = None
         self._stale: Optional[List[FlowState]] = None
@@ -227,12 +230,21 @@ class CoflowState:
             self._invalidate()
             return
         lst = act.copy()
-        try:
-            for f in flows:
-                lst.remove(f)  # FlowState compares by identity
-        except ValueError:  # not in the cached list: filter from scratch
-            self._invalidate(finished_only=False)
-            return
+        for f in flows:
+            # the active list is in flow order: find f by bisection on _ord
+            k = f._ord
+            lo, hi = 0, len(lst)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if lst[mid]._ord < k:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if k < 0 or lo == len(lst) or lst[lo] is not f:
+                # not in the cached list: filter from scratch
+                self._invalidate(finished_only=False)
+                return
+            del lst[lo]
         self._active = lst
         self._stale = None
 

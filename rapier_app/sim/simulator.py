@@ -270,9 +270,6 @@ class Simulator:
         flat_ok = False
         flat_lens = np.zeros(0, dtype=np.int64)
         flat_lidx = np.zeros(0, dtype=np.int64)
-        lidx_cat = lens_cat = None
-        links_key = None  # (flat generation, selected positions) of lidx_cat
-        flat_gen = 0
         # Active flows, in (coflow arrival order, flow order): global ids and objects.
         act_idx = np.zeros(0, dtype=np.int64)
         act_flows: List[FlowState] = []
@@ -437,16 +434,11 @@ class Simulator:
                     flat_lidx = glob_P[act_idx][np.arange(glob_P.shape[1]) <
                                                 flat_lens[:, None]]
                     flat_ok = True
-                    flat_gen += 1
-                if links_key is None or links_key[0] != flat_gen or \
-                        not np.array_equal(sel_arr, links_key[1]):
-                    if n_sel == m:
-                        lens_cat, lidx_cat = flat_lens, flat_lidx
-                    else:
-                        lens_cat = flat_lens[sel_arr]
-                        lidx_cat = flat_lidx[np.repeat(pos_mask, flat_lens)]
-                    links_key = (flat_gen, sel_arr)
-                load = np.bincount(lidx_cat, weights=np.repeat(rate_arr, lens_cat),
+                # every position's links, waiting flows weighted 0: adding an exact 0
+                # changes no sum, and the senders' terms keep their order (position,
+                # then hop), so the loads are those of the senders alone, bit for bit
+                w = rate_pos if n_sel == m else np.where(pos_mask, rate_pos, 0.0)
+                load = np.bincount(flat_lidx, weights=np.repeat(w, flat_lens),
                                    minlength=n_links)
                 util = load / cap
                 worst = int(np.argmax(util))
@@ -543,7 +535,6 @@ class Simulator:
                     if flat_ok:
                         flat_lidx = flat_lidx[np.repeat(keep, flat_lens)]
                         flat_lens = flat_lens[keep]
-                        flat_gen += 1
                     act_dirty = True
             now = t_next
             if reads_coflow:
