@@ -51,8 +51,11 @@ class Alg3Mixin:
         for cid, perm, flex, e in wc_order:
             base = offs[cid]
             parts.append(perm + base)
-            if flex:
-                flexible[base:base + e.n] = True
+            if flex and e.n_cand > e.n:
+                # a flow with one candidate path has nothing to choose: it is visited
+                # as a fixed-path flow (the same bandwidth; fixed paths let the pass
+                # stop once every link they can use is full)
+                flexible[base:base + e.n] = [len(c) > 1 for c in e.cand]
                 owner[base] = (e, base)
         starts = sorted(owner)
 
