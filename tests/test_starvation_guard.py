@@ -121,3 +121,15 @@ def test_service_from_flow_completion_passes_ends_the_wait():
                            wait_reset=reset)
         res = simulate(topo, cfs, s, record_flows=False)
         assert {r.coflow_id: r.cct_s for r in res.coflows} == pytest.approx(cct, abs=1e-9)
+
+
+def test_default_threshold_is_60_s_in_the_simulator_and_the_controller():
+    """delta_s defaults to 60 s in both (issue 12, measured on the Facebook hour on
+    bigswitch:150: 10 s -> 25.31 s average CCT, 60 s -> 23.58 s, 300 s and no guard
+    -> 23.20 s; the same maximum CCT, 2,381 s, in all four): the controller must
+    not decide with another threshold than the simulator it is compared with."""
+    from rapier_app.controller.settings import Settings
+
+    topo = big_switch(4)
+    assert make_scheduler("rapier", topo).delta_s == 60.0
+    assert Settings().delta_s == 60.0

@@ -127,7 +127,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
 
     Args:
         topology, seed, max_paths: see :class:`~rapier_app.scheduling.base.Scheduler`.
-        delta_s: starvation threshold delta in seconds (Alg. 1 line 7).
+        delta_s: starvation threshold delta (s; Alg. 1 line 7); 60 s by measurement.
         solver: OR-Tools LP solver id for (4), "GLOP" by default (chosen by
             measurement: ``rapier-bench``; PDLP is slower and rounds worse).
         lp_time_limit_s: time limit per LP solve in seconds (None: no limit).
@@ -215,7 +215,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
     work_conserving = "candidates"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None,
-                 delta_s: float = 10.0, solver: str = "GLOP",
+                 delta_s: float = 60.0, solver: str = "GLOP",
                  lp_time_limit_s: Optional[float] = None, route_on: str = "reserved",
                  fast: bool = True, aggregate: Optional[bool] = None,
                  aggregate_min_paths: int = 50_000, incremental: bool = True,
