@@ -34,7 +34,8 @@ import numpy as np
 from topologies import TopologyError, build_topology
 
 from . import progress as pg
-from .cli_common import add_common_arguments, run_info, setup_logging, stdout_fd_to
+from .cli_common import (add_common_arguments, git_commit, run_info, setup_logging,
+                         stdout_fd_to)
 from .core.model import WorkloadError
 from .core.workload import (SCENARIOS, coflows_to_trace, port_mapping, read_trace, scenario,
                             synthetic, trace_to_coflows, write_trace)
@@ -532,6 +533,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.list_schedulers:
         print("\n".join(scheduler_names()))
         return 0
+    git_commit()  # the code the run starts on (cached), not the tree at its end
     try:
         # native solvers (HiGHS) print on fd 1: keep it for the result alone
         with stdout_fd_to(2 if args.verbose else None):

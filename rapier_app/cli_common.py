@@ -178,6 +178,8 @@ def _flush_c_stdio() -> None:
 
 def run_info(argv) -> dict:
     """What a run's ``summary.json`` records about the program: version, git commit
-    (None outside a checkout), the command line and the Python version."""
+    (None outside a checkout; the first :func:`git_commit` call of the process, which
+    ``rapier-sim`` makes before it simulates), the command line and the Python
+    version."""
     return {"version": package_version(), "git_commit": git_commit(),
             "argv": list(argv), "python": sys.version.split()[0]}
