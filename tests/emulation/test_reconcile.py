@@ -49,7 +49,9 @@ def test_tables_changed_behind_the_controller_are_repaired(ovs):
         stale = "tcp,nw_src=10.0.0.9,nw_dst=10.0.0.8,tp_dst=7777"
         subprocess.run(OF13 + ["add-flow", leaf2, f"cookie=0x5241000000000999,priority=100,"
                                f"{stale},actions=output:1"], check=True)
-        assert _mine(em, leaf1, f) == []
+        # No check here that the deleted rule is gone: with a 1 s period the
+        # controller may already have put it back (the CI failure of ac0388f).  The
+        # counters below prove that it saw the deletion.
         deadline = time.time() + 10.0
         while time.time() < deadline:
             rec = _schedule(em)["reconcile"]
@@ -59,6 +61,7 @@ def test_tables_changed_behind_the_controller_are_repaired(ovs):
             if ok:
                 break
             time.sleep(0.25)
+        rec = _schedule(em)["reconcile"]  # read after the repairs were seen
         print("reconcile counts:", rec)
         assert ok, rec
         assert (rec["missing"], rec["wrong"], rec["stale"]) == (1, 1, 1), rec
