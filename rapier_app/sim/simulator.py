@@ -35,6 +35,10 @@ _UNSET = object()  # "no validated path yet" (a path may legitimately be None)
 READS_PROGRESS = (True, False, "arrivals", "bytes", "coflow", "vector", "coflow-events")
 #: Relative slack on link capacity before a schedule counts as over capacity.
 CAPACITY_SLACK = 1e-6
+#: the capacity check sums every link's load exactly at least once per this many
+#: events; in between it keeps the loads from the flows whose rate changed (their
+#: rounding drift, about 1e-16 relative per update, stays far below CAPACITY_SLACK)
+EXACT_CHECK_EVERY = 1000
 
 
 class SimulationError(RuntimeError):
@@ -265,11 +269,18 @@ class Simulator:
         glob_len = np.zeros(1024, dtype=np.int64)
         glob_P = np.zeros((1024, 1), dtype=np.int64)
         # All active positions' validated links, concatenated in position order
-        # (flat_lens[j] = 0 where none yet); rebuilt after arrivals and path changes,
-        # compacted in O(entries) when flows finish.
+        # (flat_lens[j] = 0 where none yet); rebuilt for the exact capacity check
+        # after arrivals, path changes and finishes.
         flat_ok = False
         flat_lens = np.zeros(0, dtype=np.int64)
         flat_lidx = np.zeros(0, dtype=np.int64)
+        # The capacity check between exact sums: link loads (bit/s) kept up to date
+        # from the positions whose rate changed (rate_prev: per position, the rate
+        # counted in load_inc), an exact sum every EXACT_CHECK_EVERY events and
+        # whenever the kept load says a link is over capacity.
+        load_inc = np.zeros(n_links)
+        rate_prev = np.zeros(0)
+        exact_in = 0
         # Active flows, in (coflow arrival order, flow order): global ids and objects.
         act_idx = np.zeros(0, dtype=np.int64)
         act_flows: List[FlowState] = []
@@ -317,6 +328,7 @@ class Simulator:
             if act_dirty:
                 if new_idx:
                     act_idx = np.concatenate([act_idx, np.array(new_idx, dtype=np.int64)])
+                    rate_prev = np.concatenate([rate_prev, np.zeros(len(new_idx))])
                     new_idx = []
                 posmap_ok = False  # refreshed on first use (schedules not in our order)
                 act_dirty = False
@@ -407,6 +419,9 @@ class Simulator:
                     raise SimulationError(f"flow {f.flow_id}: {exc}") from None
                 cur_paths[j] = p if type(p) is tuple else _UNSET
                 g = int(act_idx[j])
+                if rate_prev[j] != 0.0:  # its old links lose its old rate
+                    load_inc[glob_P[g, :glob_len[g]]] -= rate_prev[j]
+                    rate_prev[j] = 0.0
                 nl = len(ls)
                 if nl > glob_P.shape[1]:
                     glob_P = np.concatenate([glob_P, np.zeros(
@@ -427,21 +442,35 @@ class Simulator:
                 deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
             n_sel = sel_arr.shape[0]
             gsel = act_idx[sel_arr]
+            # per position, the rate it sends at (0: waiting)
+            w = rate_pos.copy() if n_sel == m else np.where(pos_mask, rate_pos, 0.0)
+            ch = np.flatnonzero(w != rate_prev)
+            if ch.size:
+                gi = act_idx[ch]
+                lens = glob_len[gi]
+                load_inc += np.bincount(
+                    glob_P[gi][np.arange(glob_P.shape[1]) < lens[:, None]],
+                    weights=np.repeat(w[ch] - rate_prev[ch], lens), minlength=n_links)
+            rate_prev = w
             if n_sel:
-                if not flat_ok:
-                    flat_lens = glob_len[act_idx]
-                    # row-major boolean selection keeps position order
-                    flat_lidx = glob_P[act_idx][np.arange(glob_P.shape[1]) <
-                                                flat_lens[:, None]]
-                    flat_ok = True
-                # every position's links, waiting flows weighted 0: adding an exact 0
-                # changes no sum, and the senders' terms keep their order (position,
-                # then hop), so the loads are those of the senders alone, bit for bit
-                w = rate_pos if n_sel == m else np.where(pos_mask, rate_pos, 0.0)
-                load = np.bincount(flat_lidx, weights=np.repeat(w, flat_lens),
-                                   minlength=n_links)
-                util = load / cap
+                util = load_inc / cap
                 worst = int(np.argmax(util))
+                exact_in -= 1
+                if exact_in <= 0 or load_inc[worst] > cap_limit[worst]:
+                    exact_in = EXACT_CHECK_EVERY
+                    if not flat_ok:
+                        flat_lens = glob_len[act_idx]
+                        # row-major boolean selection keeps position order
+                        flat_lidx = glob_P[act_idx][np.arange(glob_P.shape[1]) <
+                                                    flat_lens[:, None]]
+                        flat_ok = True
+                    # every position's links, waiting flows weighted 0: the senders'
+                    # loads bit for bit
+                    load_inc = np.bincount(flat_lidx, weights=np.repeat(w, flat_lens),
+                                           minlength=n_links)
+                    util = load_inc / cap
+                    worst = int(np.argmax(util))
+                load = load_inc
                 res.max_link_utilisation = max(res.max_link_utilisation, float(util[worst]))
                 if load[worst] > cap_limit[worst]:
                     u, v = topo.links[worst]
@@ -521,6 +550,7 @@ class Simulator:
                     if fin_hook is not None:
                         fin_hook([act_flows[j] for j in fin_pos.tolist()])
                     posmap[act_idx[fin_pos]] = -1
+                    act_idx_old = act_idx
                     act_idx = act_idx[keep]
                     if fin_pos.shape[0] <= 32:
                         # a few finishes: deleting in place (a C memmove each) beats
@@ -532,9 +562,14 @@ class Simulator:
                         kl = keep.tolist()
                         act_flows = list(compress(act_flows, kl))
                         cur_paths = list(compress(cur_paths, kl))
-                    if flat_ok:
-                        flat_lidx = flat_lidx[np.repeat(keep, flat_lens)]
-                        flat_lens = flat_lens[keep]
+                    # the finished flows' rates leave their links
+                    gi = act_idx_old[fin_pos]
+                    lens = glob_len[gi]
+                    load_inc -= np.bincount(
+                        glob_P[gi][np.arange(glob_P.shape[1]) < lens[:, None]],
+                        weights=np.repeat(rate_prev[fin_pos], lens), minlength=n_links)
+                    rate_prev = rate_prev[keep]
+                    flat_ok = False
                     act_dirty = True
             now = t_next
             if reads_coflow:
