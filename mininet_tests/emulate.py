@@ -126,7 +126,9 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
                  controller_opts: Optional[Dict[str, object]] = None,
                  workdir: Optional[str] = None, report_done: bool = True,
                  extra: Optional[dict] = None, headroom: float = DEFAULT_HEADROOM,
-                 stats_interval_s: float = DEFAULT_STATS_INTERVAL_S) -> dict:
+                 stats_interval_s: float = DEFAULT_STATS_INTERVAL_S,
+                 queue_packets: Optional[int] = None,
+                 rto_min_ms: Optional[float] = None) -> dict:
     """Emulate ``coflows`` on ``topology`` under one scheduler, and simulate them.
 
     Args:
@@ -146,6 +148,9 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
         stats_interval_s: the controller's flow-statistics period (its view of
             bytes sent, which RAPIER reads at every coflow arrival).
         controller_opts: further controller options (override the two above).
+        queue_packets, rto_min_ms: the network's switch-port queue limit (packets)
+            and the hosts' minimum TCP retransmission timeout (ms); None: Linux's
+            defaults (:class:`mininet_tests.runner.Emulation`).
 
     Returns:
         ``{"coflows", "avg_cct_s", "p95_cct_s", "ccts_s", "sim_avg_cct_s",
@@ -170,7 +175,8 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
     opts.update(controller_opts or {})
     for attempt in (1, 2):
         em = Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps,
-                       enforce=enforce, workdir=workdir, controller_opts=opts)
+                       enforce=enforce, workdir=workdir, controller_opts=opts,
+                       queue_packets=queue_packets, rto_min_ms=rto_min_ms)
         try:
             em.__enter__()
         except EmulationError as exc:  # start-up only: everything was stopped already
@@ -196,6 +202,7 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
            "wall_s": time.time() - t0, "transfer_wall_s": res.wall_s,
            "link_bps": link_mbps * 1e6, "planned_link_bps": float(opts["link_bps"]),
            "goodput": goodput, "topology": topology, "workdir": em.workdir,
+           "queue_packets": queue_packets, "rto_min_ms": rto_min_ms,
            "decision_delay_s": [c.decided_s - c.arrival_s for c in res.coflows
                                 if c.decided_s is not None]}
     out.update(extra or {})
@@ -207,15 +214,17 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
 def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: float,
                   controller_opts: Optional[Dict[str, object]] = None,
                   workdir: Optional[str] = None, goodput: float = HEADER_GOODPUT,
-                  report_done: bool = True, headroom: float = DEFAULT_HEADROOM) -> dict:
+                  report_done: bool = True, headroom: float = DEFAULT_HEADROOM,
+                  **net) -> dict:
     """Emulate the scaled testbed scenario (Table II on ``leafspine:3,3,3``) under one
     scheduler: :func:`run_workload` with ``testbed_workload(scale)`` and the
-    controller's flow ids (result also has ``scale``)."""
+    controller's flow ids (result also has ``scale``); ``net``: ``queue_packets``,
+    ``rto_min_ms`` as :func:`run_workload`."""
     from rapier_app.core.workload import testbed_workload
 
     return run_workload(scheduler, "leafspine:3,3,3", controller_named(testbed_workload(scale)),
                         link_mbps, timeout_s, goodput, controller_opts, workdir, report_done,
-                        extra={"scale": scale}, headroom=headroom)
+                        extra={"scale": scale}, headroom=headroom, **net)
 
 
 def add_improvements(results: Dict[str, dict]) -> None:
@@ -364,6 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "%(default)g; the simulator uses the same)")
     ap.add_argument("--stats-interval", type=float, default=DEFAULT_STATS_INTERVAL_S,
                     help="controller flow-stats period in s (default %(default)g)")
+    ap.add_argument("--queue-packets", type=int, default=None, metavar="N",
+                    help="packets each shaped switch port may queue (default: Linux's "
+                         "1000, 1.2 s at 10 Mbit/s)")
+    ap.add_argument("--rto-min-ms", type=float, default=None, metavar="MS",
+                    help="hosts' minimum TCP retransmission timeout in ms (default: "
+                         "Linux's 200)")
     ap.add_argument("--no-report", action="store_true",
                     help="completions from the controller's flow-stats polling only "
                          "(no receiver reports; for measuring their effect)")
@@ -415,6 +430,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      ("timeout", args.timeout), ("max-flows", args.max_flows)):
         if not v > 0:
             ap.error(f"--{field}: must be positive, got {v}")
+    if args.queue_packets is not None and args.queue_packets < 1:
+        ap.error(f"--queue-packets: must be a positive integer, got {args.queue_packets}")
+    if args.rto_min_ms is not None and not args.rto_min_ms > 0:
+        ap.error(f"--rto-min-ms: must be positive, got {args.rto_min_ms}")
     for field, v in (("goodput", args.goodput), ("headroom", args.headroom)):
         if not 0 < v <= 1:
             ap.error(f"--{field}: must be in (0, 1], got {v}")
@@ -467,7 +486,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 results[name] = run_workload(name, spec, coflows, args.link_mbps, args.timeout,
                                              args.goodput, report_done=not args.no_report,
                                              extra={"scale": scale}, headroom=args.headroom,
-                                             stats_interval_s=args.stats_interval)
+                                             stats_interval_s=args.stats_interval,
+                                             queue_packets=args.queue_packets,
+                                             rto_min_ms=args.rto_min_ms)
             except (EmulationError, OSError) as exc:
                 note(f"[rapier-emulate] {name}: FAILED: {exc}")
                 failed.append(name)
@@ -484,6 +505,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     meta = {"topology": spec, "workload": desc, "link_bps": args.link_mbps * 1e6,
             "scale": scale, "goodput": args.goodput, "report_done": not args.no_report,
             "headroom": args.headroom, "stats_interval_s": args.stats_interval,
+            "queue_packets": args.queue_packets, "rto_min_ms": args.rto_min_ms,
             "load_avg": list(os.getloadavg()),
             "arrivals_s": {c.coflow_id: c.arrival_s for c in coflows}}
     try:

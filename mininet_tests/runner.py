@@ -33,6 +33,7 @@ Units: bytes, bit/s (``bw_mbps`` in Mbit/s, as Mininet takes it), seconds.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import json
 import logging
 import os
@@ -49,7 +50,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from enforcement import client
 
-from .topos import DefinedTopo
+from .topos import HOST_PREFIX_LEN, DefinedTopo
 
 LOG = logging.getLogger("rapier-emulate")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -276,6 +277,13 @@ class Emulation:
         controller_opts: extra controller options (e.g. ``{"delta_s": 5}``).
         start_controller: False to run without ryu-manager (tests of the agent alone;
             the network then has no forwarding until rules are added).
+        queue_packets: if given (with ``bw_mbps``), every shaped switch port queues
+            at most this many packets (a ``pfifo`` under Mininet's HTB class; None:
+            Mininet's default, the interface's txqueuelen of 1000 packets, 1.2 s at
+            10 Mbit/s).
+        rto_min_ms: if given, every host's route to the fabric has TCP's minimum
+            retransmission timeout set to this many milliseconds (``ip route ...
+            rto_min``; None: Linux's 200 ms).
 
     Raises (on entry): EmulationError when a component does not come up; the parts
     already started are stopped first.
@@ -286,7 +294,16 @@ class Emulation:
                  workdir: Optional[str] = None, rest_port: Optional[int] = None,
                  of_port: Optional[int] = None, agent_dir: Optional[str] = None,
                  controller_opts: Optional[Dict[str, object]] = None,
-                 start_controller: bool = True):
+                 start_controller: bool = True, queue_packets: Optional[int] = None,
+                 rto_min_ms: Optional[float] = None):
+        if queue_packets is not None and (int(queue_packets) != queue_packets
+                                          or queue_packets < 1):
+            raise EmulationError(f"queue_packets: must be a positive integer, got "
+                                 f"{queue_packets!r}")
+        if rto_min_ms is not None and not rto_min_ms > 0:
+            raise EmulationError(f"rto_min_ms: must be positive, got {rto_min_ms!r}")
+        self.queue_packets = None if queue_packets is None else int(queue_packets)
+        self.rto_min_ms = rto_min_ms
         self.topology = topology
         self.scheduler = scheduler
         self.bw_mbps = bw_mbps
@@ -373,12 +390,39 @@ class Emulation:
                 if intf.name != "lo":
                     node.cmd(" ".join(["ethtool", "-K", intf.name] + OFFLOADS))
         self.net.staticArp()
+        self._tune_network()
         LOG.info("network %s up in %.1f s", self.topology, time.time() - t0)
         if self.start_controller:
             self._wait_switches_connected()
         else:
             self.install_static_routes()
         self._start_agents()
+
+    def _tune_network(self) -> None:
+        """Apply ``queue_packets`` and ``rto_min_ms`` (class docstring).
+
+        Raises:
+            EmulationError: a ``tc`` or ``ip route`` command failed (named).
+        """
+        if self.queue_packets is not None and self.bw_mbps:
+            for sw in self.net.switches:
+                for intf in sw.intfList():
+                    if intf.name == "lo":
+                        continue
+                    # Mininet's TCIntf: root 5:0 htb, class 5:1 at the link rate
+                    out = sw.cmd(f"tc qdisc replace dev {intf.name} parent 5:1 handle 10: "
+                                 f"pfifo limit {self.queue_packets}")
+                    if out.strip():
+                        raise EmulationError(f"queue_packets: tc on {intf.name}: {out.strip()}")
+        if self.rto_min_ms is not None:
+            for h in self.net.hosts:
+                intf = h.defaultIntf()
+                net = ipaddress.ip_network(f"{h.IP()}/{HOST_PREFIX_LEN}", strict=False)
+                out = h.cmd(f"ip route replace {net} dev {intf.name} "
+                            f"proto kernel scope link src {h.IP()} "
+                            f"rto_min {self.rto_min_ms:g}ms")
+                if out.strip():
+                    raise EmulationError(f"rto_min_ms: ip route on {h.name}: {out.strip()}")
 
     def static_route_rules(self) -> Dict[str, List[str]]:
         """Destination-based forwarding without a controller, as ovs-ofctl flow specs.

@@ -161,6 +161,10 @@ def test_sender_waits_on_a_fifo_and_receiver_announces_done(tmp_path):
     (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--schedulers", "a.b:C"],
      "a.b:C (a plugin class"),
     (["--topology", "fattree:4", "--synthetic", "40,8,0.5"], "--max-flows"),
+    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--queue-packets", "0"],
+     "--queue-packets: must be a positive integer"),
+    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--rto-min-ms", "-1"],
+     "--rto-min-ms: must be positive"),
 ])
 def test_emulate_refuses_bad_arguments_naming_them(capsys, argv, msg):
     from mininet_tests.emulate import main
