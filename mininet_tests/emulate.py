@@ -128,7 +128,8 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
                  extra: Optional[dict] = None, headroom: float = DEFAULT_HEADROOM,
                  stats_interval_s: float = DEFAULT_STATS_INTERVAL_S,
                  queue_packets: Optional[int] = None,
-                 rto_min_ms: Optional[float] = None) -> dict:
+                 rto_min_ms: Optional[float] = None,
+                 tsq_bytes: Optional[int] = None) -> dict:
     """Emulate ``coflows`` on ``topology`` under one scheduler, and simulate them.
 
     Args:
@@ -148,9 +149,10 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
         stats_interval_s: the controller's flow-statistics period (its view of
             bytes sent, which RAPIER reads at every coflow arrival).
         controller_opts: further controller options (override the two above).
-        queue_packets, rto_min_ms: the network's switch-port queue limit (packets)
-            and the hosts' minimum TCP retransmission timeout (ms); None: Linux's
-            defaults (:class:`mininet_tests.runner.Emulation`).
+        queue_packets, rto_min_ms, tsq_bytes: the network's switch-port queue limit
+            (packets), the hosts' minimum TCP retransmission timeout (ms) and TCP
+            small-queues limit (bytes); None: Linux's defaults
+            (:class:`mininet_tests.runner.Emulation`).
 
     Returns:
         ``{"coflows", "avg_cct_s", "p95_cct_s", "ccts_s", "sim_avg_cct_s",
@@ -176,7 +178,8 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
     for attempt in (1, 2):
         em = Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps,
                        enforce=enforce, workdir=workdir, controller_opts=opts,
-                       queue_packets=queue_packets, rto_min_ms=rto_min_ms)
+                       queue_packets=queue_packets, rto_min_ms=rto_min_ms,
+                       tsq_bytes=tsq_bytes)
         try:
             em.__enter__()
         except EmulationError as exc:  # start-up only: everything was stopped already
@@ -202,7 +205,7 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
            "wall_s": time.time() - t0, "transfer_wall_s": res.wall_s,
            "link_bps": link_mbps * 1e6, "planned_link_bps": float(opts["link_bps"]),
            "goodput": goodput, "topology": topology, "workdir": em.workdir,
-           "queue_packets": queue_packets, "rto_min_ms": rto_min_ms,
+           "queue_packets": queue_packets, "rto_min_ms": rto_min_ms, "tsq_bytes": tsq_bytes,
            "decision_delay_s": [c.decided_s - c.arrival_s for c in res.coflows
                                 if c.decided_s is not None]}
     out.update(extra or {})
@@ -219,7 +222,7 @@ def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: flo
     """Emulate the scaled testbed scenario (Table II on ``leafspine:3,3,3``) under one
     scheduler: :func:`run_workload` with ``testbed_workload(scale)`` and the
     controller's flow ids (result also has ``scale``); ``net``: ``queue_packets``,
-    ``rto_min_ms`` as :func:`run_workload`."""
+    ``rto_min_ms``, ``tsq_bytes`` as :func:`run_workload`."""
     from rapier_app.core.workload import testbed_workload
 
     return run_workload(scheduler, "leafspine:3,3,3", controller_named(testbed_workload(scale)),
@@ -379,6 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--rto-min-ms", type=float, default=None, metavar="MS",
                     help="hosts' minimum TCP retransmission timeout in ms (default: "
                          "Linux's 200)")
+    ap.add_argument("--tsq-bytes", type=int, default=None, metavar="BYTES",
+                    help="hosts' net.ipv4.tcp_limit_output_bytes (TCP small queues; "
+                         "default: the kernel's 4 MiB)")
     ap.add_argument("--no-report", action="store_true",
                     help="completions from the controller's flow-stats polling only "
                          "(no receiver reports; for measuring their effect)")
@@ -432,6 +438,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ap.error(f"--{field}: must be positive, got {v}")
     if args.queue_packets is not None and args.queue_packets < 1:
         ap.error(f"--queue-packets: must be a positive integer, got {args.queue_packets}")
+    if args.tsq_bytes is not None and args.tsq_bytes < 1:
+        ap.error(f"--tsq-bytes: must be a positive integer, got {args.tsq_bytes}")
     if args.rto_min_ms is not None and not args.rto_min_ms > 0:
         ap.error(f"--rto-min-ms: must be positive, got {args.rto_min_ms}")
     for field, v in (("goodput", args.goodput), ("headroom", args.headroom)):
@@ -488,7 +496,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                              extra={"scale": scale}, headroom=args.headroom,
                                              stats_interval_s=args.stats_interval,
                                              queue_packets=args.queue_packets,
-                                             rto_min_ms=args.rto_min_ms)
+                                             rto_min_ms=args.rto_min_ms,
+                                             tsq_bytes=args.tsq_bytes)
             except (EmulationError, OSError) as exc:
                 note(f"[rapier-emulate] {name}: FAILED: {exc}")
                 failed.append(name)
@@ -506,6 +515,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "scale": scale, "goodput": args.goodput, "report_done": not args.no_report,
             "headroom": args.headroom, "stats_interval_s": args.stats_interval,
             "queue_packets": args.queue_packets, "rto_min_ms": args.rto_min_ms,
+            "tsq_bytes": args.tsq_bytes,
             "load_avg": list(os.getloadavg()),
             "arrivals_s": {c.coflow_id: c.arrival_s for c in coflows}}
     try:

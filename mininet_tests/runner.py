@@ -284,6 +284,10 @@ class Emulation:
         rto_min_ms: if given, every host's route to the fabric has TCP's minimum
             retransmission timeout set to this many milliseconds (``ip route ...
             rto_min``; None: Linux's 200 ms).
+        tsq_bytes: if given, every host's ``net.ipv4.tcp_limit_output_bytes`` (TCP
+            small queues: the bytes one socket may have in the qdiscs below it;
+            None: the kernel's 4 MiB, which lets a flow throttled by its agent's HTB
+            class queue seconds of data at the host).
 
     Raises (on entry): EmulationError when a component does not come up; the parts
     already started are stopped first.
@@ -295,7 +299,7 @@ class Emulation:
                  of_port: Optional[int] = None, agent_dir: Optional[str] = None,
                  controller_opts: Optional[Dict[str, object]] = None,
                  start_controller: bool = True, queue_packets: Optional[int] = None,
-                 rto_min_ms: Optional[float] = None):
+                 rto_min_ms: Optional[float] = None, tsq_bytes: Optional[int] = None):
         if queue_packets is not None and (int(queue_packets) != queue_packets
                                           or queue_packets < 1):
             raise EmulationError(f"queue_packets: must be a positive integer, got "
@@ -304,6 +308,9 @@ class Emulation:
             raise EmulationError(f"rto_min_ms: must be positive, got {rto_min_ms!r}")
         self.queue_packets = None if queue_packets is None else int(queue_packets)
         self.rto_min_ms = rto_min_ms
+        if tsq_bytes is not None and (int(tsq_bytes) != tsq_bytes or tsq_bytes < 1):
+            raise EmulationError(f"tsq_bytes: must be a positive integer, got {tsq_bytes!r}")
+        self.tsq_bytes = None if tsq_bytes is None else int(tsq_bytes)
         self.topology = topology
         self.scheduler = scheduler
         self.bw_mbps = bw_mbps
@@ -399,7 +406,7 @@ class Emulation:
         self._start_agents()
 
     def _tune_network(self) -> None:
-        """Apply ``queue_packets`` and ``rto_min_ms`` (class docstring).
+        """Apply ``queue_packets``, ``rto_min_ms`` and ``tsq_bytes`` (class docstring).
 
         Raises:
             EmulationError: a ``tc`` or ``ip route`` command failed (named).
@@ -423,6 +430,11 @@ class Emulation:
                             f"rto_min {self.rto_min_ms:g}ms")
                 if out.strip():
                     raise EmulationError(f"rto_min_ms: ip route on {h.name}: {out.strip()}")
+        if self.tsq_bytes is not None:
+            for h in self.net.hosts:  # a per-namespace sysctl
+                out = h.cmd(f"sysctl -q -w net.ipv4.tcp_limit_output_bytes={self.tsq_bytes}")
+                if out.strip():
+                    raise EmulationError(f"tsq_bytes: sysctl on {h.name}: {out.strip()}")
 
     def static_route_rules(self) -> Dict[str, List[str]]:
         """Destination-based forwarding without a controller, as ovs-ofctl flow specs.

@@ -165,6 +165,8 @@ def test_sender_waits_on_a_fifo_and_receiver_announces_done(tmp_path):
      "--queue-packets: must be a positive integer"),
     (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--rto-min-ms", "-1"],
      "--rto-min-ms: must be positive"),
+    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--tsq-bytes", "0"],
+     "--tsq-bytes: must be a positive integer"),
 ])
 def test_emulate_refuses_bad_arguments_naming_them(capsys, argv, msg):
     from mininet_tests.emulate import main
