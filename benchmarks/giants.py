@@ -13,7 +13,7 @@ change of the event core can be checked and timed on the expensive shape.
 Usage::
 
     python benchmarks/giants.py [--hosts 150] [--coflows 4] [--width 5000]
-        [--seed 1] [--schedulers rapier,scheduling-only]
+        [--seed 1] [--schedulers rapier,scheduling-only] [--topology fattree:10]
 
 Raises:
     SystemExit: a bad option value (named).
@@ -33,12 +33,16 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
-def workload(hosts: int, coflows: int, width: int, seed: int):
-    """(topology, coflow specs): the module docstring's workload."""
+def workload(hosts: int, coflows: int, width: int, seed: int, topology: str = None):
+    """(topology, coflow specs): the module docstring's workload; ``topology`` (a
+    spec such as ``fattree:10``) replaces ``bigswitch:hosts``, flows then between
+    its first ``hosts`` hosts."""
     from rapier_app.core.model import make_coflow
-    from topologies import big_switch
+    from topologies import big_switch, build_topology
 
-    topo = big_switch(hosts)
+    topo = big_switch(hosts) if topology is None else build_topology(topology)
+    if len(topo.hosts) < hosts:
+        raise SystemExit(f"--hosts: {topology} has only {len(topo.hosts)} hosts, got {hosts}")
     rng = np.random.default_rng(seed)
     h = topo.hosts
     out = []
@@ -64,11 +68,14 @@ def main(argv=None) -> int:
     ap.add_argument("--width", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--schedulers", default="rapier,scheduling-only")
+    ap.add_argument("--topology", default=None,
+                    help="a topology spec instead of bigswitch:HOSTS (e.g. fattree:10; "
+                         "flows between its first HOSTS hosts)")
     a = ap.parse_args(argv)
     for name in ("hosts", "coflows", "width"):
         if getattr(a, name) < (2 if name == "hosts" else 1):
             raise SystemExit(f"--{name}: too small, got {getattr(a, name)}")
-    topo, cfs = workload(a.hosts, a.coflows, a.width, a.seed)
+    topo, cfs = workload(a.hosts, a.coflows, a.width, a.seed, a.topology)
     print(f"{'scheduler':16s} {'cpu s':>8s} {'events':>7s} {'us/event':>9s} fingerprint")
     for name in a.schedulers.split(","):
         c0 = time.process_time()

@@ -41,6 +41,24 @@ CAPACITY_SLACK = 1e-6
 EXACT_CHECK_EVERY = 1000
 
 
+#: block size of :func:`_changed`
+_BLOCK = 256
+
+
+def _changed(new: list, old: list, m: int) -> np.ndarray:
+    """(m,) bool mask: True at positions where ``new[j] is not old[j]``, except in
+    blocks of :data:`_BLOCK` positions whose slices compare equal (``==``: the same
+    or equal paths, which validate to the same links).  Both lists have length m."""
+    look = np.zeros(m, dtype=bool)
+    is_ = operator.is_
+    for a in range(0, m, _BLOCK):
+        b = a + _BLOCK
+        if new[a:b] != old[a:b]:
+            look[a:min(b, m)] = ~np.fromiter(map(is_, new[a:b], old[a:b]), dtype=bool,
+                                             count=min(b, m) - a)
+    return look
+
+
 class SimulationError(RuntimeError):
     """The schedule broke an invariant (bad path, link over capacity, deadlock)."""
 
@@ -392,6 +410,10 @@ class Simulator:
             elif type(path_pos) is list and path_pos == cur_paths:
                 # every path is (the same object as, or equal to) the validated one
                 look = None
+            elif type(path_pos) is list and m > 4 * _BLOCK:
+                # a few paths changed (work conservation moving waiting flows): find
+                # them block by block, each block one C-speed list comparison
+                look = _changed(path_pos, cur_paths, m)
             else:
                 # waiting flows' paths are looked at too (and remembered when valid):
                 # then the next event's list comparison above passes at C speed
