@@ -8,9 +8,13 @@ hosts, switches and links, with
   that OpenFlow port ``p`` of switch ``s`` is the port the controller (which reads the
   same definition) expects;
 * optional shaping: with ``bw_mbps`` every *switch-side* interface gets a Mininet
-  ``TCLink`` HTB at that rate (Mbit/s); host-side interfaces are left alone, so that
-  the host agent's own HTB root is the only qdisc on a host interface.  Every path
-  ends on a switch-to-host link, so each flow still sees the link capacity.
+  ``TCLink`` HTB; host-side interfaces are left alone, so that the host agent's own
+  HTB root is the only qdisc on a host interface.  Every path ends on a
+  switch-to-host link, so each flow still sees the link capacity.  ``bw_mbps`` is
+  the speed of the host links; a link the definition makes faster is shaped at the
+  same multiple (VL2's fabric runs at 10x its server links), so the emulated fabric
+  has the capacities the controller and the simulator plan with
+  (``build_topology(spec, link_bps)``).
 
 For ``mn --custom`` (run it with the venv's ``mn`` so that networkx is importable)::
 
@@ -25,8 +29,9 @@ commas, so a spec's own commas just continue it):
 * ``leafspine[,LEAVES,SPINES,HOSTS]`` (default ``leafspine,3,3,3``);
 * ``spec,<build_topology spec>``, e.g. ``spec,leafspine:2,2,2`` or ``spec,fattree:4``.
 
-``bw=MBPS`` (any of them) shapes every switch-side interface to MBPS Mbit/s with
-Mininet's TCLink (set on those links, so ``--link tc`` is not needed), e.g.
+``bw=MBPS`` (any of them) shapes every switch-side interface with Mininet's TCLink
+(set on those links, so ``--link tc`` is not needed): MBPS Mbit/s on host links,
+the definition's multiple of it on faster links (VL2's fabric: 10 x MBPS), e.g.
 ``--topo spec,leafspine:2,2,2,bw=1``.
 
 Also for ``mn``: ``--switch ovsuser`` (Open vSwitch on the userspace datapath,
@@ -109,9 +114,12 @@ class DefinedTopo(Topo):
     Args:
         definition: a Topology, or a spec for :func:`topologies.build_topology`
             (``"leafspine:3,3,3"``, ``"fattree:4"``, ``"vl2:4,4,2"``).
-        bw_mbps: if given, switch-side interfaces are shaped to this rate (Mbit/s) with
-            Mininet's TCLink (set as every link's class, whatever the network's
-            default link class).
+        bw_mbps: if given, switch-side interfaces are shaped with Mininet's TCLink
+            (set as every link's class, whatever the network's default link class):
+            host links at this rate (Mbit/s), every other link at its definition
+            capacity x bw_mbps / the host links' capacity (a spec is built with
+            ``build_topology(spec, bw_mbps * 1e6)``, as the controller and the
+            simulator build it).
 
     Raises:
         TopologyError: bad spec; bw_mbps not positive.
@@ -119,9 +127,10 @@ class DefinedTopo(Topo):
 
     def build(self, definition="leafspine:3,3,3", bw_mbps: Optional[float] = None) -> None:
         """Add hosts, switches and links (Mininet calls this from ``Topo.__init__``)."""
-        topo = definition if isinstance(definition, Topology) else build_topology(definition)
         if bw_mbps is not None and not bw_mbps > 0:
             raise TopologyError(f"bw_mbps: must be positive, got {bw_mbps!r}")
+        topo = definition if isinstance(definition, Topology) else build_topology(
+            definition, None if bw_mbps is None else float(bw_mbps) * 1e6)
         self.definition = topo
         g = topo.graph
         for h in topo.hosts:
@@ -129,10 +138,12 @@ class DefinedTopo(Topo):
             self.addHost(h, ip=f"{d['ip']}/{HOST_PREFIX_LEN}", mac=d["mac"])
         for s in topo.switches:
             self.addSwitch(s, dpid=dpid_hex(g.nodes[s]["dpid"]), protocols="OpenFlow13")
-        shaped = {} if bw_mbps is None else {"bw": float(bw_mbps)}
+        base = min((g.edges[u, v]["capacity_bps"] for u, v in g.edges
+                    if topo.is_host(u) or topo.is_host(v)), default=1.0)
         for u, v, pu, pv in link_order(topo):
             opts = {}
             if bw_mbps is not None:
+                shaped = {"bw": float(bw_mbps) * g.edges[u, v]["capacity_bps"] / base}
                 opts["params1"] = {} if topo.is_host(u) else dict(shaped)
                 opts["params2"] = {} if topo.is_host(v) else dict(shaped)
                 opts["cls"] = TCLink  # shaped also under mn without --link tc

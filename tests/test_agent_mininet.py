@@ -55,6 +55,23 @@ def test_shaping_only_on_switch_side():
         DefinedTopo("leafspine:3,3,3", bw_mbps=0)
 
 
+def test_vl2_fabric_is_shaped_at_the_definitions_multiple():
+    # VL2's fabric runs at 10x its server links, in the definition the controller and
+    # the simulator plan with: the emulated fabric must too (issue 13: shaping every
+    # link at the server speed made inter-ToR traffic 10x slower than planned)
+    t = DefinedTopo("vl2:4,4,2", bw_mbps=10)
+    seen = set()
+    for _, _, info in t.links(withInfo=True):
+        n1, n2 = info["node1"], info["node2"]
+        host_link = n1.startswith("h") or n2.startswith("h")
+        for end, node in (("1", n1), ("2", n2)):
+            want = {} if node.startswith("h") else {"bw": 10.0 if host_link else 100.0}
+            assert info["params" + end] == want, (n1, n2)
+            seen.add(want.get("bw"))
+    assert seen == {None, 10.0, 100.0}
+    assert t.definition.capacity.max() == 100e6
+
+
 def test_mn_custom_names():
     assert len(topos["leafspine"](3, 3, 3).hosts()) == 9
     assert len(topos["fattree"](4).switches()) == 20
