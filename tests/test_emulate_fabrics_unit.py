@@ -161,10 +161,10 @@ def test_sender_waits_on_a_fifo_and_receiver_announces_done(tmp_path):
     (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--schedulers", "a.b:C"],
      "a.b:C (a plugin class"),
     (["--topology", "fattree:4", "--synthetic", "40,8,0.5"], "--max-flows"),
-    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--queue-packets", "0"],
-     "--queue-packets: must be a positive integer"),
+    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--queue-packets", "-1"],
+     "--queue-packets: must be a positive integer or 0"),
     (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--rto-min-ms", "-1"],
-     "--rto-min-ms: must be positive"),
+     "--rto-min-ms: must be positive or 0"),
     (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--tsq-bytes", "0"],
      "--tsq-bytes: must be a positive integer"),
 ])
@@ -175,3 +175,26 @@ def test_emulate_refuses_bad_arguments_naming_them(capsys, argv, msg):
         main(argv)
     assert ei.value.code == 2
     assert msg in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, want", [
+    ([], (100, 20.0)),  # the defaults: short switch queues, a 20 ms minimum RTO
+    (["--queue-packets", "0", "--rto-min-ms", "0"], (None, None)),  # Linux's own
+    (["--queue-packets", "37", "--rto-min-ms", "5"], (37, 5.0)),
+])
+def test_emulate_passes_the_tcp_options_to_each_run(monkeypatch, tmp_path, argv, want):
+    from mininet_tests import emulate, runner
+
+    seen = []
+
+    def fake_run(name, spec, coflows, *a, **kw):
+        seen.append((kw["queue_packets"], kw["rto_min_ms"]))
+        raise runner.EmulationError("not run here")
+
+    monkeypatch.setattr(emulate, "run_workload", fake_run)
+    monkeypatch.setattr(runner.OvsDaemons, "start", lambda self: None)
+    monkeypatch.setattr(runner.OvsDaemons, "stop", lambda self: None)
+    code = emulate.main(["--topology", "fattree:4", "--synthetic", "2,2,0.5",
+                         "--schedulers", "rapier", "--out", str(tmp_path)] + argv)
+    assert code == 1  # the (fake) run failed
+    assert seen == [want]
