@@ -65,8 +65,8 @@ DEFAULT_HEADROOM = 0.95
 DEFAULT_STATS_INTERVAL_S = 0.1
 #: ``rapier-emulate``'s switch-port queue limit (packets; 120 ms at 10 Mbit/s) and
 #: hosts' minimum TCP RTO (ms): with Linux's 1000 packets and 200 ms, ``baseline``
-#: (TCP filling tail-drop queues) was +15 to +39 % off the flow model in paired runs,
-#: +2 to +12 % with these (mininet_tests/README.md); 0 on the command line keeps
+#: (TCP filling tail-drop queues) was +8 to +39 % off the flow model in paired runs,
+#: +2 to +16 % with these (mininet_tests/README.md); 0 on the command line keeps
 #: Linux's value.
 DEFAULT_QUEUE_PACKETS = 100
 DEFAULT_RTO_MIN_MS = 20.0

@@ -41,6 +41,16 @@ CAPACITY_SLACK = 1e-6
 EXACT_CHECK_EVERY = 1000
 
 
+def _link_load(glob_P: np.ndarray, glob_len: np.ndarray, gi: np.ndarray,
+               rates_bps: np.ndarray, n_links: int) -> np.ndarray:
+    """(n_links,) bit/s: flow ``gi[k]`` (a row of the padded link matrix ``glob_P``
+    with ``glob_len[gi[k]]`` valid entries) adding ``rates_bps[k]`` on each of its
+    links.  Sums run in ``gi`` order, then hop order (row-major selection)."""
+    lens = glob_len[gi]
+    return np.bincount(glob_P[gi][np.arange(glob_P.shape[1]) < lens[:, None]],
+                       weights=np.repeat(rates_bps, lens), minlength=n_links)
+
+
 #: block size of :func:`_changed`
 _BLOCK = 256
 
@@ -286,12 +296,6 @@ class Simulator:
         # glob_len[g] link indices; append-only, so finishes need no compaction)
         glob_len = np.zeros(1024, dtype=np.int64)
         glob_P = np.zeros((1024, 1), dtype=np.int64)
-        # All active positions' validated links, concatenated in position order
-        # (flat_lens[j] = 0 where none yet); rebuilt for the exact capacity check
-        # after arrivals, path changes and finishes.
-        flat_ok = False
-        flat_lens = np.zeros(0, dtype=np.int64)
-        flat_lidx = np.zeros(0, dtype=np.int64)
         # The capacity check between exact sums: link loads (bit/s) kept up to date
         # from the positions whose rate changed (rate_prev: per position, the rate
         # counted in load_inc), an exact sum every EXACT_CHECK_EVERY events and
@@ -336,7 +340,6 @@ class Simulator:
                 new_idx.extend(range(n_glob, n_glob + k))
                 act_flows.extend(cs.active_flows())
                 n_glob += k
-                flat_ok = False
                 act_dirty = True
                 arrived = True
                 ai += 1
@@ -450,7 +453,6 @@ class Simulator:
                         (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
                 glob_P[g, :nl] = ls
                 glob_len[g] = nl
-                flat_ok = False
             sel_arr = np.flatnonzero(pos_mask)
             rate_arr = rate_pos[sel_arr]
             fine = np.isfinite(rate_arr)
@@ -468,11 +470,8 @@ class Simulator:
             w = rate_pos.copy() if n_sel == m else np.where(pos_mask, rate_pos, 0.0)
             ch = np.flatnonzero(w != rate_prev)
             if ch.size:
-                gi = act_idx[ch]
-                lens = glob_len[gi]
-                load_inc += np.bincount(
-                    glob_P[gi][np.arange(glob_P.shape[1]) < lens[:, None]],
-                    weights=np.repeat(w[ch] - rate_prev[ch], lens), minlength=n_links)
+                load_inc += _link_load(glob_P, glob_len, act_idx[ch], w[ch] - rate_prev[ch],
+                                       n_links)
             rate_prev = w
             if n_sel:
                 util = load_inc / cap
@@ -480,16 +479,9 @@ class Simulator:
                 exact_in -= 1
                 if exact_in <= 0 or load_inc[worst] > cap_limit[worst]:
                     exact_in = EXACT_CHECK_EVERY
-                    if not flat_ok:
-                        flat_lens = glob_len[act_idx]
-                        # row-major boolean selection keeps position order
-                        flat_lidx = glob_P[act_idx][np.arange(glob_P.shape[1]) <
-                                                    flat_lens[:, None]]
-                        flat_ok = True
                     # every position's links, waiting flows weighted 0: the senders'
                     # loads bit for bit
-                    load_inc = np.bincount(flat_lidx, weights=np.repeat(w, flat_lens),
-                                           minlength=n_links)
+                    load_inc = _link_load(glob_P, glob_len, act_idx, w, n_links)
                     util = load_inc / cap
                     worst = int(np.argmax(util))
                 load = load_inc
@@ -585,13 +577,9 @@ class Simulator:
                         act_flows = list(compress(act_flows, kl))
                         cur_paths = list(compress(cur_paths, kl))
                     # the finished flows' rates leave their links
-                    gi = act_idx_old[fin_pos]
-                    lens = glob_len[gi]
-                    load_inc -= np.bincount(
-                        glob_P[gi][np.arange(glob_P.shape[1]) < lens[:, None]],
-                        weights=np.repeat(rate_prev[fin_pos], lens), minlength=n_links)
+                    load_inc -= _link_load(glob_P, glob_len, act_idx_old[fin_pos],
+                                           rate_prev[fin_pos], n_links)
                     rate_prev = rate_prev[keep]
-                    flat_ok = False
                     act_dirty = True
             now = t_next
             if reads_coflow:
