@@ -40,7 +40,12 @@ def workload(hosts: int, coflows: int, width: int, seed: int, topology: str = No
     from rapier_app.core.model import make_coflow
     from topologies import big_switch, build_topology
 
-    topo = big_switch(hosts) if topology is None else build_topology(topology)
+    from topologies import TopologyError
+
+    try:
+        topo = big_switch(hosts) if topology is None else build_topology(topology)
+    except TopologyError as exc:
+        raise SystemExit(f"--topology: {exc}") from None
     if len(topo.hosts) < hosts:
         raise SystemExit(f"--hosts: {topology} has only {len(topo.hosts)} hosts, got {hosts}")
     rng = np.random.default_rng(seed)
