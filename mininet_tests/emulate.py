@@ -47,6 +47,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .switchq import DEFAULT_BUCKETS, SwitchQueueError, fair_queue_lines
+from .transfer import available_congestion_controls
 from .workloads import HEADER_GOODPUT, MAX_FLOWS
 
 #: Default link speed of the emulation, Mbit/s.
@@ -70,6 +72,11 @@ DEFAULT_STATS_INTERVAL_S = 0.1
 #: Linux's value.
 DEFAULT_QUEUE_PACKETS = 100
 DEFAULT_RTO_MIN_MS = 20.0
+#: ``rapier-emulate``'s TCP congestion control for the senders ("default": the
+#: machine's, ``bbr`` here).
+DEFAULT_TCP_CC = "default"
+#: ``rapier-emulate``'s fair-queueing buckets per switch port (0: one FIFO).
+DEFAULT_FAIR_QUEUE = DEFAULT_BUCKETS
 LOG = logging.getLogger("rapier-emulate")
 
 
@@ -136,7 +143,9 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
                  stats_interval_s: float = DEFAULT_STATS_INTERVAL_S,
                  queue_packets: Optional[int] = None,
                  rto_min_ms: Optional[float] = None,
-                 tsq_bytes: Optional[int] = None) -> dict:
+                 tsq_bytes: Optional[int] = None,
+                 tcp_cc: Optional[str] = None,
+                 fair_queue: Optional[int] = None) -> dict:
     """Emulate ``coflows`` on ``topology`` under one scheduler, and simulate them.
 
     Args:
@@ -160,6 +169,9 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
             (packets), the hosts' minimum TCP retransmission timeout (ms) and TCP
             small-queues limit (bytes); None: Linux's defaults
             (:class:`mininet_tests.runner.Emulation`).
+        tcp_cc: the senders' TCP congestion control (None: the machine's default).
+        fair_queue: hashed FIFOs per switch port served round robin (None: one FIFO;
+            :class:`mininet_tests.runner.Emulation`).
 
     Returns:
         ``{"coflows", "avg_cct_s", "p95_cct_s", "ccts_s", "sim_avg_cct_s",
@@ -186,7 +198,7 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
         em = Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps,
                        enforce=enforce, workdir=workdir, controller_opts=opts,
                        queue_packets=queue_packets, rto_min_ms=rto_min_ms,
-                       tsq_bytes=tsq_bytes)
+                       tsq_bytes=tsq_bytes, tcp_cc=tcp_cc, fair_queue=fair_queue)
         try:
             em.__enter__()
         except EmulationError as exc:  # start-up only: everything was stopped already
@@ -213,6 +225,7 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
            "link_bps": link_mbps * 1e6, "planned_link_bps": float(opts["link_bps"]),
            "goodput": goodput, "topology": topology, "workdir": em.workdir,
            "queue_packets": queue_packets, "rto_min_ms": rto_min_ms, "tsq_bytes": tsq_bytes,
+           "tcp_cc": tcp_cc, "fair_queue": fair_queue,
            "decision_delay_s": [c.decided_s - c.arrival_s for c in res.coflows
                                 if c.decided_s is not None]}
     out.update(extra or {})
@@ -229,7 +242,7 @@ def run_scheduler(scheduler: str, scale: float, link_mbps: float, timeout_s: flo
     """Emulate the scaled testbed scenario (Table II on ``leafspine:3,3,3``) under one
     scheduler: :func:`run_workload` with ``testbed_workload(scale)`` and the
     controller's flow ids (result also has ``scale``); ``net``: ``queue_packets``,
-    ``rto_min_ms``, ``tsq_bytes`` as :func:`run_workload`."""
+    ``rto_min_ms``, ``tsq_bytes``, ``tcp_cc``, ``fair_queue`` as :func:`run_workload`."""
     from rapier_app.core.workload import testbed_workload
 
     return run_workload(scheduler, "leafspine:3,3,3", controller_named(testbed_workload(scale)),
@@ -393,6 +406,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tsq-bytes", type=int, default=None, metavar="BYTES",
                     help="hosts' net.ipv4.tcp_limit_output_bytes (TCP small queues; "
                          "default: the kernel's 4 MiB)")
+    ap.add_argument("--fair-queue", type=int, default=DEFAULT_FAIR_QUEUE, metavar="N",
+                    help="switch ports share their rate round robin among N FIFOs "
+                         "hashed on the TCP destination port (max-min sharing, as the "
+                         "simulator has it; a power of two up to 256; default "
+                         "%(default)s; 0: one tail-drop FIFO per port)")
+    ap.add_argument("--tcp-cc", default=DEFAULT_TCP_CC, metavar="NAME",
+                    help="senders' TCP congestion control (default %(default)s; one of "
+                         "the kernel's tcp_available_congestion_control; 'default': "
+                         "the machine's own)")
     ap.add_argument("--no-report", action="store_true",
                     help="completions from the controller's flow-stats polling only "
                          "(no receiver reports; for measuring their effect)")
@@ -452,6 +474,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.rto_min_ms >= 0:
         ap.error(f"--rto-min-ms: must be positive or 0, got {args.rto_min_ms}")
     args.rto_min_ms = args.rto_min_ms or None  # 0: Linux's default
+    if args.fair_queue:
+        try:
+            fair_queue_lines("x", 1.0, args.fair_queue)
+        except SwitchQueueError as exc:
+            ap.error(f"--fair-queue: {exc}")
+    args.fair_queue = args.fair_queue or None  # 0: one FIFO per port
+    if args.tcp_cc == "default":
+        args.tcp_cc = None
+    elif args.tcp_cc not in available_congestion_controls():
+        ap.error(f"--tcp-cc: {args.tcp_cc!r} is not one of this kernel's "
+                 f"{' '.join(available_congestion_controls()) or '(none readable)'}")
     for field, v in (("goodput", args.goodput), ("headroom", args.headroom)):
         if not 0 < v <= 1:
             ap.error(f"--{field}: must be in (0, 1], got {v}")
@@ -507,7 +540,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                              stats_interval_s=args.stats_interval,
                                              queue_packets=args.queue_packets,
                                              rto_min_ms=args.rto_min_ms,
-                                             tsq_bytes=args.tsq_bytes)
+                                             tsq_bytes=args.tsq_bytes,
+                                             tcp_cc=args.tcp_cc,
+                                             fair_queue=args.fair_queue)
             except (EmulationError, OSError) as exc:
                 note(f"[rapier-emulate] {name}: FAILED: {exc}")
                 failed.append(name)
@@ -525,7 +560,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "scale": scale, "goodput": args.goodput, "report_done": not args.no_report,
             "headroom": args.headroom, "stats_interval_s": args.stats_interval,
             "queue_packets": args.queue_packets, "rto_min_ms": args.rto_min_ms,
-            "tsq_bytes": args.tsq_bytes,
+            "tsq_bytes": args.tsq_bytes, "tcp_cc": args.tcp_cc,
+            "fair_queue": args.fair_queue,
             "load_avg": list(os.getloadavg()),
             "arrivals_s": {c.coflow_id: c.arrival_s for c in coflows}}
     try:

@@ -9,7 +9,9 @@
 2. builds the Mininet network from :mod:`mininet_tests.topos` (explicit dpids, ports,
    IPs, MACs), switch-side links shaped to ``bw_mbps`` with Mininet's HTB;
 3. turns checksum/segmentation offloads off on every host and switch interface (TCP
-   stalls over the userspace datapath otherwise) and gives hosts static ARP entries;
+   stalls over the userspace datapath otherwise), limits every packet handed to a
+   qdisc to one TCP segment (``GSO_MAX_SEGS``: an agent's HTB class at a low rate
+   otherwise holds a 64 KB GSO skb for seconds) and gives hosts static ARP entries;
 4. starts ``ryu-manager rapier_app.controller`` in the root namespace with a
    generated config file, waits for its REST API and for every switch to connect;
 5. starts a ``rapier-agent`` in every host on a Unix socket under ``agent_dir`` (with
@@ -51,12 +53,23 @@ from typing import Callable, Dict, List, Optional, Sequence
 from enforcement import client
 
 from .topos import HOST_PREFIX_LEN, DefinedTopo
+from .switchq import SwitchQueueError, fair_queue_lines
+from .transfer import available_congestion_controls
 
 LOG = logging.getLogger("rapier-emulate")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 OVS_RUNDIR = "/var/run/openvswitch"
 OFFLOADS = ["tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"]
+#: Largest number of TCP segments in one packet handed to a qdisc (``ip link set
+#: ... gso_max_segs``).  Linux builds multi-segment TCP skbs even with segmentation
+#: offloads off (software GSO splits them after the qdisc), and HTB charges a whole
+#: skb against the class's rate: a 47-segment skb (68 KB) in a class at 64 kbit/s
+#: holds the class 8.5 s, also after its rate is raised.  Measured with two network
+#: namespaces, one TCP flow through an HTB class at 9.5 Mbit/s, 64 kbit/s for 2 s,
+#: then 9.5 Mbit/s: no byte received for 8.52 s (4 retransmission timeouts) with
+#: Linux's value, resumed at once with 1 (mininet_tests/README.md).
+GSO_MAX_SEGS = 1
 REST_PREFIX = "/rapier/v1"
 #: Period (s) at which a run polls the controller's schedule for its timeline.
 SCHEDULE_POLL_S = 0.1
@@ -288,6 +301,15 @@ class Emulation:
             small queues: the bytes one socket may have in the qdiscs below it;
             None: the kernel's 4 MiB, which lets a flow throttled by its agent's HTB
             class queue seconds of data at the host).
+        fair_queue: if given (with ``bw_mbps``), every shaped switch port shares its
+            rate round robin among this many hashed FIFOs (a power of two; flows
+            hashed on their TCP destination port; :mod:`mininet_tests.switchq`),
+            each holding ``queue_packets`` packets (100 if None): max-min sharing as
+            the flow model has it.  None: one FIFO per port.
+        tcp_cc: if given, the senders' TCP congestion control (``TCP_CONGESTION`` on
+            each socket, e.g. ``"cubic"``; it must be in the kernel's
+            ``tcp_available_congestion_control``; None: the machine's default,
+            ``bbr`` on this one).
 
     Raises (on entry): EmulationError when a component does not come up; the parts
     already started are stopped first.
@@ -299,7 +321,8 @@ class Emulation:
                  of_port: Optional[int] = None, agent_dir: Optional[str] = None,
                  controller_opts: Optional[Dict[str, object]] = None,
                  start_controller: bool = True, queue_packets: Optional[int] = None,
-                 rto_min_ms: Optional[float] = None, tsq_bytes: Optional[int] = None):
+                 rto_min_ms: Optional[float] = None, tsq_bytes: Optional[int] = None,
+                 tcp_cc: Optional[str] = None, fair_queue: Optional[int] = None):
         if queue_packets is not None and (int(queue_packets) != queue_packets
                                           or queue_packets < 1):
             raise EmulationError(f"queue_packets: must be a positive integer, got "
@@ -311,6 +334,16 @@ class Emulation:
         if tsq_bytes is not None and (int(tsq_bytes) != tsq_bytes or tsq_bytes < 1):
             raise EmulationError(f"tsq_bytes: must be a positive integer, got {tsq_bytes!r}")
         self.tsq_bytes = None if tsq_bytes is None else int(tsq_bytes)
+        if tcp_cc is not None and tcp_cc not in available_congestion_controls():
+            raise EmulationError(f"tcp_cc: {tcp_cc!r} is not one of this kernel's "
+                                 f"{sorted(available_congestion_controls())}")
+        self.tcp_cc = tcp_cc
+        if fair_queue is not None:
+            try:
+                fair_queue_lines("x", 1.0, fair_queue)
+            except SwitchQueueError as exc:
+                raise EmulationError(f"fair_queue: {exc}") from None
+        self.fair_queue = fair_queue
         self.topology = topology
         self.scheduler = scheduler
         self.bw_mbps = bw_mbps
@@ -396,6 +429,13 @@ class Emulation:
             for intf in node.intfList():
                 if intf.name != "lo":
                     node.cmd(" ".join(["ethtool", "-K", intf.name] + OFFLOADS))
+                    # one MSS per skb: TCP builds GSO skbs even with the offloads
+                    # off (segmented after the qdisc), and an agent's HTB class at a
+                    # low rate charges a whole 64 KB skb at once (module docstring)
+                    out = node.cmd(f"ip link set dev {intf.name} gso_max_segs {GSO_MAX_SEGS}")
+                    if out.strip():
+                        raise EmulationError(f"gso_max_segs: ip link on {intf.name}: "
+                                             f"{out.strip()}")
         self.net.staticArp()
         self._tune_network()
         LOG.info("network %s up in %.1f s", self.topology, time.time() - t0)
@@ -406,12 +446,28 @@ class Emulation:
         self._start_agents()
 
     def _tune_network(self) -> None:
-        """Apply ``queue_packets``, ``rto_min_ms`` and ``tsq_bytes`` (class docstring).
+        """Apply ``fair_queue``, ``queue_packets``, ``rto_min_ms`` and ``tsq_bytes``
+        (class docstring).
 
         Raises:
             EmulationError: a ``tc`` or ``ip route`` command failed (named).
         """
-        if self.queue_packets is not None and self.bw_mbps:
+        if self.fair_queue and self.bw_mbps:
+            lines = []
+            for sw in self.net.switches:
+                for intf in sw.intfList():
+                    bw = intf.params.get("bw")
+                    if intf.name != "lo" and bw:
+                        lines += fair_queue_lines(intf.name, float(bw) * 1e6, self.fair_queue,
+                                                  self.queue_packets or 100)
+            path = os.path.join(self.workdir, "switch-queues.tc")
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            out = subprocess.run(["tc", "-batch", path], capture_output=True, text=True)
+            if out.returncode:
+                raise EmulationError(f"fair_queue: tc -batch {path}: "
+                                     f"{(out.stderr or out.stdout).strip()[:300]}")
+        elif self.queue_packets is not None and self.bw_mbps:
             for sw in self.net.switches:
                 for intf in sw.intfList():
                     if intf.name == "lo":
@@ -629,7 +685,8 @@ class Emulation:
         """
         p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "send",
                                   "--dst", dst_ip, "--port", str(port), "--bytes", str(nbytes),
-                                  "--out", out, "--go", go, "--preconnect"],
+                                  "--out", out, "--go", go, "--preconnect"]
+                                 + (["--cc", self.tcp_cc] if self.tcp_cc else []),
                                  cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.transfers.append(p)
         return p

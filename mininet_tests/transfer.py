@@ -23,13 +23,14 @@ arrived, which is what the controller's schedule is about.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import socket
 import stat
 import sys
 import time
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 #: Bytes per send()/recv() call.
 CHUNK_BYTES = 64 * 1024
@@ -122,13 +123,32 @@ def wait_go(go: str, timeout_s: float = 600.0, poll_s: float = 0.002) -> None:
         time.sleep(poll_s)
 
 
-def _connect(dst: str, port: int, connect_timeout_s: float) -> socket.socket:
+def available_congestion_controls() -> List[str]:
+    """The kernel's TCP congestion controls (``tcp_available_congestion_control``;
+    empty if it cannot be read)."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def _connect(dst: str, port: int, connect_timeout_s: float,
+             cc: Optional[str] = None) -> socket.socket:
     deadline = time.time() + connect_timeout_s
     while True:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock = socket.create_connection((dst, port), timeout=5)
+            if cc:  # before connect: the handshake already runs under it
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+            sock.settimeout(5)
+            sock.connect((dst, port))
             break
-        except OSError:
+        except OSError as exc:
+            sock.close()
+            if cc and exc.errno in (errno.ENOENT, errno.EPERM):
+                raise OSError(exc.errno, f"cc: congestion control {cc!r} not available "
+                                         f"here ({exc.strerror})") from exc
             if time.time() > deadline:
                 raise
             time.sleep(0.05)
@@ -138,8 +158,12 @@ def _connect(dst: str, port: int, connect_timeout_s: float) -> socket.socket:
 
 def send(dst: str, port: int, nbytes: int, out: Optional[str] = None,
          connect_timeout_s: float = 30.0, go: Optional[str] = None,
-         preconnect: bool = False) -> dict:
+         preconnect: bool = False, cc: Optional[str] = None) -> dict:
     """Connect to ``dst:port`` (retrying) and send exactly ``nbytes`` bytes.
+
+    ``cc`` names the socket's TCP congestion control (``TCP_CONGESTION``; None: the
+    namespace's default).  As root any algorithm the kernel has may be named, not
+    only those in ``net.ipv4.tcp_allowed_congestion_control``.
 
     With ``go``, the process is started ahead of time: it writes ``<out>.armed`` and
     waits (:func:`wait_go`: a FIFO, or a file to appear) for ``go``, so that Python's
@@ -154,14 +178,15 @@ def send(dst: str, port: int, nbytes: int, out: Optional[str] = None,
         handed to the kernel}`` (seconds since the epoch), also written to ``out``.
 
     Raises:
-        OSError: no connection within ``connect_timeout_s`` seconds, or a send error.
+        OSError: no connection within ``connect_timeout_s`` seconds, a send error,
+            or ``cc`` not available (message names ``cc``).
     """
-    sock = _connect(dst, port, connect_timeout_s) if preconnect else None
+    sock = _connect(dst, port, connect_timeout_s, cc) if preconnect else None
     if go:
         _write(out + ".armed" if out else None, {"port": port})
         wait_go(go)
     if sock is None:
-        sock = _connect(dst, port, connect_timeout_s)
+        sock = _connect(dst, port, connect_timeout_s, cc)
     start = time.time()
     zeros = bytes(CHUNK_BYTES)
     left = nbytes
@@ -202,6 +227,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     s.add_argument("--go", help="wait for this FIFO (or file) before sending")
     s.add_argument("--preconnect", action="store_true",
                    help="connect before waiting for --go (handshake outside the timing)")
+    s.add_argument("--cc", help="TCP congestion control of the socket (e.g. cubic, reno, "
+                   "bbr; default: the namespace's)")
     a = ap.parse_args(argv)
     if a.bytes <= 0:
         print("transfer: --bytes must be positive", file=sys.stderr)
@@ -215,7 +242,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         return 0 if receive(a.port, a.bytes, a.out, sample_s=a.sample_s,
                             announce=sys.stdout)["ok"] else 1
-    send(a.dst, a.port, a.bytes, a.out, a.connect_timeout, a.go, a.preconnect)
+    send(a.dst, a.port, a.bytes, a.out, a.connect_timeout, a.go, a.preconnect, a.cc)
     return 0
 
 

@@ -167,6 +167,10 @@ def test_sender_waits_on_a_fifo_and_receiver_announces_done(tmp_path):
      "--rto-min-ms: must be positive or 0"),
     (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--tsq-bytes", "0"],
      "--tsq-bytes: must be a positive integer"),
+    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--fair-queue", "12"],
+     "--fair-queue: buckets: must be a power of two"),
+    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--tcp-cc", "nosuch"],
+     "--tcp-cc: 'nosuch' is not one of"),
 ])
 def test_emulate_refuses_bad_arguments_naming_them(capsys, argv, msg):
     from mininet_tests.emulate import main
@@ -178,9 +182,12 @@ def test_emulate_refuses_bad_arguments_naming_them(capsys, argv, msg):
 
 
 @pytest.mark.parametrize("argv, want", [
-    ([], (100, 20.0)),  # the defaults: short switch queues, a 20 ms minimum RTO
-    (["--queue-packets", "0", "--rto-min-ms", "0"], (None, None)),  # Linux's own
-    (["--queue-packets", "37", "--rto-min-ms", "5"], (37, 5.0)),
+    # the defaults: short switch queues, a 20 ms minimum RTO, 32 fair-queue buckets
+    ([], (100, 20.0, 32, None)),
+    (["--queue-packets", "0", "--rto-min-ms", "0", "--fair-queue", "0"],
+     (None, None, None, None)),  # Linux's own, one FIFO per port
+    (["--queue-packets", "37", "--rto-min-ms", "5", "--fair-queue", "8", "--tcp-cc", "reno"],
+     (37, 5.0, 8, "reno")),
 ])
 def test_emulate_passes_the_tcp_options_to_each_run(monkeypatch, tmp_path, argv, want):
     from mininet_tests import emulate, runner
@@ -188,7 +195,7 @@ def test_emulate_passes_the_tcp_options_to_each_run(monkeypatch, tmp_path, argv,
     seen = []
 
     def fake_run(name, spec, coflows, *a, **kw):
-        seen.append((kw["queue_packets"], kw["rto_min_ms"]))
+        seen.append((kw["queue_packets"], kw["rto_min_ms"], kw["fair_queue"], kw["tcp_cc"]))
         raise runner.EmulationError("not run here")
 
     monkeypatch.setattr(emulate, "run_workload", fake_run)
@@ -198,3 +205,44 @@ def test_emulate_passes_the_tcp_options_to_each_run(monkeypatch, tmp_path, argv,
                          "--schedulers", "rapier", "--out", str(tmp_path)] + argv)
     assert code == 1  # the (fake) run failed
     assert seen == [want]
+
+
+def test_sender_uses_the_named_congestion_control(tmp_path):
+    """``transfer send --cc`` sets TCP_CONGESTION on the socket before connecting;
+    an algorithm the kernel lacks is an error naming ``cc``."""
+    import socket
+    import threading
+
+    from mininet_tests import transfer
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    seen = {}
+
+    def accept():
+        c, _ = srv.accept()
+        while c.recv(65536):
+            pass
+        c.close()
+
+    th = threading.Thread(target=accept)
+    th.start()
+    orig = transfer._connect
+
+    def spy(*a, **kw):
+        sock = orig(*a, **kw)
+        seen["cc"] = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16)
+        return sock
+
+    transfer._connect = spy
+    try:
+        transfer.send("127.0.0.1", port, 1000, cc="reno")
+    finally:
+        transfer._connect = orig
+    th.join(5)
+    srv.close()
+    assert seen["cc"].rstrip(b"\0") == b"reno"
+    with pytest.raises(OSError, match="cc: congestion control 'nosuch'"):
+        transfer._connect("127.0.0.1", port, 1.0, cc="nosuch")
