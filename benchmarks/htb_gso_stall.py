@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -120,6 +121,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if not (0 < a.low < a.high):
         ap.error("--low, --high: need 0 < low < high")
+    if os.geteuid() != 0:
+        ap.error("needs root (it creates network namespaces and tc classes)")
     try:
         for segs in (0, 1):
             r = trial(segs, a.low, a.high)

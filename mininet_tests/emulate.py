@@ -47,7 +47,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .switchq import DEFAULT_BUCKETS, SwitchQueueError, fair_queue_lines
+from .switchq import DEFAULT_BUCKETS, SwitchQueueError, check_buckets
 from .transfer import available_congestion_controls
 from .workloads import HEADER_GOODPUT, MAX_FLOWS
 
@@ -476,7 +476,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.rto_min_ms = args.rto_min_ms or None  # 0: Linux's default
     if args.fair_queue:
         try:
-            fair_queue_lines("x", 1.0, args.fair_queue)
+            check_buckets(args.fair_queue)
         except SwitchQueueError as exc:
             ap.error(f"--fair-queue: {exc}")
     args.fair_queue = args.fair_queue or None  # 0: one FIFO per port

@@ -53,7 +53,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from enforcement import client
 
 from .topos import HOST_PREFIX_LEN, DefinedTopo
-from .switchq import SwitchQueueError, fair_queue_lines
+from .switchq import SwitchQueueError, check_buckets, fair_queue_lines
 from .transfer import available_congestion_controls
 
 LOG = logging.getLogger("rapier-emulate")
@@ -340,7 +340,7 @@ class Emulation:
         self.tcp_cc = tcp_cc
         if fair_queue is not None:
             try:
-                fair_queue_lines("x", 1.0, fair_queue)
+                check_buckets(fair_queue)
             except SwitchQueueError as exc:
                 raise EmulationError(f"fair_queue: {exc}") from None
         self.fair_queue = fair_queue

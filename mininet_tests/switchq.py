@@ -44,6 +44,17 @@ class SwitchQueueError(ValueError):
     """Bad fair-queue parameters; the message names the parameter."""
 
 
+def check_buckets(buckets: int) -> int:
+    """``buckets`` if it is a power of two in 2..256 (a u32 hash table's sizes).
+
+    Raises:
+        SwitchQueueError: otherwise (the message names ``buckets``).
+    """
+    if not (isinstance(buckets, int) and 2 <= buckets <= 256 and buckets & (buckets - 1) == 0):
+        raise SwitchQueueError(f"buckets: must be a power of two in 2..256, got {buckets!r}")
+    return buckets
+
+
 def fair_queue_lines(dev: str, rate_bps: float, buckets: int = DEFAULT_BUCKETS,
                      limit_packets: int = 100) -> List[str]:
     """The ``tc -batch`` lines that put the fair-queueing stage on ``dev``.
@@ -60,8 +71,7 @@ def fair_queue_lines(dev: str, rate_bps: float, buckets: int = DEFAULT_BUCKETS,
     Raises:
         SwitchQueueError: ``buckets``, ``rate_bps`` or ``limit_packets`` out of range.
     """
-    if not (2 <= buckets <= 256 and buckets & (buckets - 1) == 0):
-        raise SwitchQueueError(f"buckets: must be a power of two in 2..256, got {buckets!r}")
+    check_buckets(buckets)
     if not rate_bps > 0:
         raise SwitchQueueError(f"rate_bps: must be positive, got {rate_bps!r}")
     if int(limit_packets) != limit_packets or limit_packets < 1:
