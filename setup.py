@@ -16,6 +16,8 @@ setup(
     install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6",
                       # rapier-experiment run --dask / --jobs, progress bars
                       "dask[distributed]>=2024.1", "tqdm>=4.60",
+                      # compiled allocation kernels (rapier_app/scheduling/kernels.py)
+                      "numba>=0.59",
                       "tomli>=2; python_version < '3.11'"],
     extras_require={"test": ["pytest>=7", "hypothesis>=6.100"]},
     entry_points={"console_scripts": [

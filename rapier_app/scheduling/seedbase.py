@@ -34,12 +34,14 @@ import numpy as np
 from topologies import Topology
 
 from ..core.model import CoflowState, FlowState, Schedule
+from . import kernels
 from .base import Scheduler, SchedulerError, _dedup
 from .pathcache import pad_rows
 
 _FINISH = attrgetter("finish_s")
 _SENT = attrgetter("bytes_sent")
 _IDX = attrgetter("_sim_idx")
+_ORD = attrgetter("_ord")
 
 
 # Row reductions over a padded link matrix P (flows x path width), one column at a
@@ -112,16 +114,37 @@ def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray,
     Raises:
         SchedulerError: a flow crosses no link.
 
-    Small inputs run the plain loop; from ``WATERFILL_INCREMENTAL`` rows on, the link
-    counts are kept incrementally (a link's count changes only when one of its flows
-    freezes), so a wide coflow costs O(entries + iterations x links) instead of
-    O(entries x iterations).  Both do the same floating-point operations in the same
-    order, so their rates and residuals are bit for bit equal.
+    With numba (:data:`.kernels.ENABLED`, the default) the compiled
+    :func:`.kernels.waterfill_kernel` runs (``index`` is then not needed).  Without
+    it, small inputs run the plain loop; from ``WATERFILL_INCREMENTAL`` rows on, the
+    link counts are kept incrementally (a link's count changes only when one of its
+    flows freezes), so a wide coflow costs O(entries + iterations x links) instead of
+    O(entries x iterations).  All three do the same floating-point operations in the
+    same order, so their rates and residuals are bit for bit equal
+    (``tests/test_kernels.py``).
     """
     n = P.shape[0]
+    if kernels.ENABLED:
+        rate = np.zeros(n)
+        if n and kernels.waterfill_kernel(_i64(P), residual, tol, rate) < 0:
+            raise SchedulerError("waterfill: a flow crosses no link")
+        return rate
     if n >= WATERFILL_INCREMENTAL:
         return _waterfill_incremental(P, residual, tol, index)
     return _waterfill_plain(P, residual, tol)
+
+
+def _distinct(groups: Sequence[tuple]) -> bool:
+    """True when no group object appears twice in ``groups`` ((group, mask) pairs):
+    the compiled passes stack each group's rows once."""
+    return len({id(g) for g, _ in groups}) == len(groups)
+
+
+def _i64(P: np.ndarray) -> np.ndarray:
+    """``P`` as a C-contiguous int64 matrix (the compiled kernels' one signature)."""
+    if P.dtype == np.int64 and P.flags.c_contiguous:
+        return P
+    return np.ascontiguousarray(P, dtype=np.int64)
 
 
 def link_index(P: np.ndarray, nl: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -240,12 +263,17 @@ def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.nda
     again: an eligibility mask is computed once, and after each allocation only the
     rows crossing the allocated flow's links are re-tested (found through
     :func:`link_index` for ``WATERFILL_INCREMENTAL`` rows or more).  Each allocation
-    saturates a link, so there are at most ``#links`` of them.  Same test, same floating-point operations and order as the
-    row-by-row rescan it replaces, so the rates are bit for bit equal.
+    saturates a link, so there are at most ``#links`` of them.  Same test, same
+    floating-point operations and order as the row-by-row rescan it replaces, so the
+    rates are bit for bit equal.  With numba (:data:`.kernels.ENABLED`) the compiled
+    :func:`.kernels.greedy_kernel` runs the rescan itself.
     """
     n = P.shape[0]
     rate = np.zeros(n)
     if n == 0:
+        return rate
+    if kernels.ENABLED:
+        kernels.greedy_kernel(_i64(P), residual, tol, rate)
         return rate
     nl = residual.shape[0]
     dummy = nl - 1
@@ -312,7 +340,7 @@ class _Group:
     ``done_max`` the largest byte count of the coflow's finished flows."""
 
     __slots__ = ("n", "flows", "paths", "P", "L", "idx", "done_max", "_ports", "sizes",
-                 "_index")
+                 "_index", "ords")
 
     def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
                  idx: np.ndarray, done_max: float):
@@ -327,6 +355,9 @@ class _Group:
         self.sizes: Optional[np.ndarray] = None
         self._index: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self._ports: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        #: the flows' positions in their coflow (``FlowState._ord``), increasing;
+        #: filled on first use by :meth:`_SeedScheduler._positions`
+        self.ords: Optional[np.ndarray] = None
 
     @property
     def ports(self) -> Tuple[np.ndarray, np.ndarray]:
@@ -375,6 +406,9 @@ class _SeedScheduler(Scheduler):
         self._routed: Dict[str, List[str]] = {}  # coflow_id -> flow ids routed
         self._groups: Dict[str, _Group] = {}
         self._last_rates: Dict[str, float] = {}  # coflow_id -> total bit/s last given
+        #: coflow_id -> flows reported finished (:meth:`flows_finished`) since the
+        #: coflow's group was last filtered
+        self._finished: Dict[str, List[FlowState]] = {}
         #: weighted passes that hit MAX_WEIGHTED_ROUNDS (expected 0) and the most
         #: rounds one pass needed (diagnostics of :meth:`weighted_pass`)
         self.rounds_capped = 0
@@ -413,6 +447,7 @@ class _SeedScheduler(Scheduler):
         g = self._groups.get(c.coflow_id)
         act = c.active_flows()
         if g is None:
+            self._finished.pop(c.coflow_id, None)
             paths = [self.route(f) for f in act]
             P = (np.stack([self._rows[f.flow_id] for f in act]) if act
                  else np.zeros((0, self._width), dtype=np.int64))
@@ -423,16 +458,59 @@ class _SeedScheduler(Scheduler):
             self._groups[c.coflow_id] = g
         elif g.n != len(act):
             # the active list is the cached flows without the finished ones, in order
-            m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool, g.n)
-            keep = m.tolist()
-            done_max = max(g.done_max, max(map(_SENT, compress(g.flows, (~m).tolist())),
-                                           default=0.0))
-            sizes = None if g.sizes is None else g.sizes[m]
-            g = _Group(act, list(compress(g.paths, keep)), g.P[m], self._L, g.idx[m],
-                       done_max)
-            g.sizes = sizes
+            fin = self._finished.pop(c.coflow_id, None)
+            pos = self._positions(g, fin) if fin and len(fin) == g.n - len(act) else None
+            if pos is None:  # finished flows not reported by the hook: scan them all
+                m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool, g.n)
+                done_max = max(g.done_max, max(map(_SENT, compress(g.flows, (~m).tolist())),
+                                               default=0.0))
+                paths = list(compress(g.paths, m.tolist()))
+            else:
+                m = np.ones(g.n, dtype=bool)
+                m[pos] = False
+                done_max = max(g.done_max, max(map(_SENT, fin)))
+                if len(pos) <= 16:  # a C memmove per finished flow
+                    paths = g.paths.copy()
+                    for p in sorted(pos.tolist(), reverse=True):
+                        del paths[p]
+                else:
+                    paths = list(compress(g.paths, m.tolist()))
+            old = g
+            g = _Group(act, paths, old.P[m], self._L, old.idx[m], done_max)
+            g.sizes = None if old.sizes is None else old.sizes[m]
+            g.ords = None if old.ords is None else old.ords[m]
             self._groups[c.coflow_id] = g
         return g
+
+    def flows_finished(self, flows: Sequence[FlowState]) -> None:
+        """Hook (:meth:`Scheduler.flows_finished`): remember which flows finished,
+        per coflow, so :meth:`group` drops them from the cached group without
+        reading every flow's ``finish_s`` (O(finished) instead of O(active) Python
+        work per decision; issue 16)."""
+        fin = self._finished
+        for f in flows:
+            lst = fin.get(f.coflow_id)
+            if lst is None:
+                fin[f.coflow_id] = [f]
+            else:
+                lst.append(f)
+
+    @staticmethod
+    def _positions(g: _Group, fin: List[FlowState]) -> Optional[np.ndarray]:
+        """Positions in ``g.flows`` of the flows ``fin`` (found by bisection on the
+        flows' order in their coflow, ``FlowState._ord``), or None when one of them
+        is not there (then the caller scans)."""
+        ords = g.ords
+        if ords is None:
+            ords = g.ords = np.fromiter(map(_ORD, g.flows), np.int64, g.n)
+        want = np.fromiter(map(_ORD, fin), np.int64, len(fin))
+        pos = np.searchsorted(ords, want)
+        if (pos >= g.n).any():
+            return None
+        flows = g.flows
+        if not all(map(is_, map(flows.__getitem__, pos.tolist()), fin)):
+            return None
+        return pos
 
     def flow_sent(self, g: _Group) -> np.ndarray:
         """Bytes sent by each of ``g``'s active flows (float array): read from the
@@ -451,6 +529,8 @@ class _SeedScheduler(Scheduler):
                 self._routes.pop(fid, None)
                 self._rows.pop(fid, None)
             self._last_rates.pop(cid, None)
+        for cid in [k for k in self._finished if k not in ids]:
+            del self._finished[cid]
 
     def fresh_residual(self) -> np.ndarray:  # noqa: D401
         """Full capacities (bit/s) plus the dummy ``inf`` entry."""
@@ -462,6 +542,13 @@ class _SeedScheduler(Scheduler):
         """Strict priority in the given order: each coflow's eligible flows get max-min
         fair rates on what earlier coflows left (``mask`` selects eligible flows; ``None``
         selects all of them)."""
+        if kernels.ENABLED and all(m is None for _, m in groups) and _distinct(groups):
+            gs = [g for g, _ in groups]
+            P, gptr, acc = self._stack(gs, rates)
+            if kernels.strict_kernel(P, gptr, residual, self._tol, acc) < 0:
+                raise SchedulerError("waterfill: a flow crosses no link")
+            self._unstack(gs, acc, rates)
+            return
         for g, mask in groups:
             if g.n == 0:
                 continue
@@ -530,6 +617,22 @@ class _SeedScheduler(Scheduler):
         L = self._L
         tol = self._tol
         cap = MAX_WEIGHTED_ROUNDS if rounds is None else int(rounds)
+        if (kernels.ENABLED and all(m is None for _, groups in queues for _, m in groups)
+                and _distinct([gm for _, groups in queues for gm in groups])):
+            gs = [g for _, groups in queues for g, _ in groups]
+            P, gptr, acc = self._stack(gs, rates)
+            qptr = np.zeros(len(queues) + 1, dtype=np.int64)
+            np.cumsum([len(groups) for _, groups in queues], out=qptr[1:])
+            wts = np.array([float(w) for w, _ in queues])
+            out = np.zeros(2, dtype=np.int64)
+            if kernels.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out) < 0:
+                raise SchedulerError("waterfill: a flow crosses no link")
+            self._unstack(gs, acc, rates)
+            done = int(out[0])
+            self.rounds_max = max(self.rounds_max, done)
+            if out[1] and rounds is None:
+                self.rounds_capped += 1
+            return done
         done = 0
         while True:
             W = np.zeros(L + 1)
@@ -580,6 +683,31 @@ class _SeedScheduler(Scheduler):
             self.rounds_capped += 1
         self.strict_pass([gm for _, groups in queues for gm in groups], residual, rates)
         return done
+
+    def _stack(self, groups: Sequence[_Group], rates: Dict[int, np.ndarray]
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The compiled passes' inputs for ``groups``: their link rows stacked
+        (int64, rows x width), the group boundaries ``gptr`` (group g's rows are
+        ``gptr[g]..gptr[g+1]-1``) and their current rates (bit/s) stacked, which the
+        kernels add to in place and :meth:`_unstack` writes back."""
+        gptr = np.zeros(len(groups) + 1, dtype=np.int64)
+        if groups:
+            np.cumsum([g.n for g in groups], out=gptr[1:])
+            P = np.ascontiguousarray(np.concatenate([g.P for g in groups]), dtype=np.int64)
+            acc = np.concatenate([rates[id(g)] for g in groups])
+        else:
+            P = np.zeros((0, self._width), dtype=np.int64)
+            acc = np.zeros(0)
+        return P, gptr, acc
+
+    @staticmethod
+    def _unstack(groups: Sequence[_Group], acc: np.ndarray,
+                 rates: Dict[int, np.ndarray]) -> None:
+        """Write the stacked rates ``acc`` (bit/s) back into ``rates[id(group)]``."""
+        o = 0
+        for g in groups:
+            rates[id(g)][:] = acc[o:o + g.n]
+            o += g.n
 
     # -- output -------------------------------------------------------------------
     def emit(self, coflows: Sequence[CoflowState], rates: Dict[int, np.ndarray],

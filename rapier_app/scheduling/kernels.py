@@ -1,0 +1,310 @@
+"""Compiled kernels of the seed schedulers' allocation primitives (issue 16).
+
+:func:`waterfill` and :func:`greedy_rates` of :mod:`.seedbase` run, per decision
+point, a loop whose every iteration is a dozen numpy calls on arrays of one entry per
+link (301 on ``bigswitch:150``): the call overhead, not the arithmetic, is their cost,
+and over the Facebook hour's giants stretch they run hundreds of thousands of times.
+This module compiles the same loops with numba (``numba.njit``), doing the same
+IEEE-754 operations in the same order (no ``fastmath``: no reassociation, no fused
+multiply-add), so rates and residuals are bit for bit those of the numpy code; the
+tests in ``tests/test_kernels.py`` compare them on random inputs.
+
+numba is a dependency (``setup.py``); when it cannot be imported, or the environment
+variable ``RAPIER_KERNELS=numpy`` is set, :data:`ENABLED` is False and the callers
+keep their numpy code.
+
+Units: bit/s for residual capacities, tolerances and rates.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # pragma: no cover - exercised by whichever branch the machine has
+    import numba
+except ImportError:  # pragma: no cover
+    numba = None
+
+#: True when the compiled kernels are used (numba importable and not disabled).
+ENABLED = numba is not None and os.environ.get("RAPIER_KERNELS", "numba") != "numpy"
+
+
+def _jit(fn):
+    """``numba.njit(cache=True)`` when numba is importable, else ``fn`` unchanged."""
+    if numba is None:  # pragma: no cover
+        return fn
+    return numba.njit(cache=True, nogil=True)(fn)
+
+
+@_jit
+def _waterfill_rows(P, lo, hi, residual, tol, rate):  # pragma: no cover - compiled
+    """Progressive filling of rows ``lo..hi-1`` of ``P``; each row's rate (bit/s) is
+    *added* to ``rate[row]``.  Returns 0, or -1 when an active flow crosses no link.
+    The body of :func:`waterfill_kernel` (see there)."""
+    W = P.shape[1]
+    nl = residual.shape[0]
+    n = hi - lo
+    act = np.empty(n, np.bool_)
+    n_act = 0
+    for j in range(n):
+        ok = True
+        for k in range(W):
+            lk = P[lo + j, k]
+            if not residual[lk] > tol[lk]:
+                ok = False
+                break
+        act[j] = ok
+        if ok:
+            n_act += 1
+    if n_act == 0:
+        return 0
+    # entries grouped by link (counting sort): rows of link l are rows[lptr[l]:lptr[l+1]]
+    lptr = np.zeros(nl + 1, np.int64)
+    for j in range(n):
+        for k in range(W):
+            lptr[P[lo + j, k] + 1] += 1
+    for lk in range(nl):
+        lptr[lk + 1] += lptr[lk]
+    fill = lptr[:-1].copy()
+    rows = np.empty(n * W, np.int64)
+    cnt = np.zeros(nl)
+    for j in range(n):
+        for k in range(W):
+            lk = P[lo + j, k]
+            rows[fill[lk]] = j
+            fill[lk] += 1
+            if act[j]:
+                cnt[lk] += 1.0
+    cnt[nl - 1] = 0.0
+    was_sat = np.empty(nl, np.bool_)
+    for lk in range(nl):
+        was_sat[lk] = residual[lk] <= tol[lk]
+    level = 0.0
+    while n_act:
+        inc = 0.0
+        used = False
+        for lk in range(nl):
+            if cnt[lk] > 0:
+                q = residual[lk] / cnt[lk]
+                if not used or q < inc:
+                    inc = q
+                used = True
+        if not used:
+            return -1
+        if inc < 0.0:
+            inc = 0.0
+        level += inc
+        for lk in range(nl - 1):
+            residual[lk] -= inc * cnt[lk]
+        for lk in range(nl):
+            if residual[lk] < 0.0:
+                residual[lk] = 0.0
+        for lk in range(nl):
+            s = residual[lk] <= tol[lk]
+            if s and not was_sat[lk]:
+                for e in range(lptr[lk], lptr[lk + 1]):
+                    j = rows[e]
+                    if act[j]:
+                        act[j] = False
+                        n_act -= 1
+                        rate[lo + j] += level
+                        for k in range(W):
+                            cnt[P[lo + j, k]] -= 1.0
+            was_sat[lk] = s
+        cnt[nl - 1] = 0.0
+    return 0
+
+
+@_jit
+def waterfill_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
+    """Max-min fair rates (progressive filling, Bertsekas and Gallager, Data
+    Networks, Section 6.5.2) for the flows whose padded link rows are ``P``.
+
+    Args:
+        P: int64 matrix (flows x width) of link ids padded with the dummy
+            ``len(residual) - 1`` (residual ``inf``, tolerance 0).
+        residual: float64 free capacity per link plus the dummy (bit/s), reduced in
+            place.
+        tol: float64 per link, the residual (bit/s) at or below which it is saturated.
+        rate: float64 output, one entry per row, zeroed by the caller (bit/s).
+
+    Returns:
+        0, or -1 when an active flow crosses no link (the caller raises
+        ``SchedulerError``).
+
+    Same operations and order as :func:`.seedbase._waterfill_incremental`: per
+    iteration the increment is the smallest ``residual / count`` over links with an
+    active flow, every link loses ``increment x count``, residuals are clamped at 0,
+    and the flows of links that became saturated freeze at the running level.
+    """
+    return _waterfill_rows(P, 0, P.shape[0], residual, tol, rate)
+
+
+@_jit
+def strict_kernel(P, gptr, residual, tol, rate):  # pragma: no cover - compiled
+    """Strict priority over groups (coflows): group g's rows ``gptr[g]..gptr[g+1]-1``
+    of ``P`` get max-min fair rates on what groups before it left
+    (:meth:`.seedbase._SeedScheduler.strict_pass` with every flow eligible).  Rates
+    (bit/s) are added to ``rate``; ``residual`` (bit/s) is reduced in place.
+    Returns 0, or -1 when a flow crosses no link."""
+    for g in range(gptr.shape[0] - 1):
+        if gptr[g + 1] > gptr[g]:
+            if _waterfill_rows(P, gptr[g], gptr[g + 1], residual, tol, rate) < 0:
+                return -1
+    return 0
+
+
+@_jit
+def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragma: no cover
+    """Aalo Pseudocode 1's weighted sharing across queues on a network of links:
+    :meth:`.seedbase._SeedScheduler.weighted_pass` with every flow eligible, compiled.
+
+    Args:
+        P: int64 (flows x width) padded link rows of every group, stacked in queue
+            order then service order.
+        gptr: int64, group g's rows are ``gptr[g]..gptr[g+1]-1``.
+        qptr: int64, queue q's groups are ``qptr[q]..qptr[q+1]-1``.
+        wts: float64 queue weights (> 0).
+        residual: float64 free capacity per link plus the dummy (bit/s), reduced in
+            place.
+        tol: float64 per link saturation tolerance (bit/s).
+        rate: float64 per row, rates (bit/s) added in place.
+        cap: most rounds to run; then a strict pass hands out what is left.
+        out: int64[2] output: rounds run, 1 if the cap was hit.
+
+    Returns:
+        0, or -1 when a flow crosses no link.
+
+    Same floating-point operations in the same order as the numpy method.
+    """
+    nl = residual.shape[0]
+    L = nl - 1
+    W = P.shape[1]
+    Q = wts.shape[0]
+    Wl = np.empty(nl)
+    free = np.empty(nl, np.bool_)
+    mark = np.empty(nl, np.bool_)
+    present = np.empty(Q, np.bool_)
+    share = np.empty(nl)
+    start = np.empty(nl)
+    used = np.empty(nl)
+    base = np.empty(nl)
+    done = 0
+    out[1] = 0
+    while True:
+        for lk in range(nl):
+            Wl[lk] = 0.0
+            free[lk] = residual[lk] > tol[lk]
+        anyp = False
+        for q in range(Q):
+            for lk in range(nl):
+                mark[lk] = False
+            found = False
+            for i in range(gptr[qptr[q]], gptr[qptr[q + 1]]):
+                ok = True
+                for k in range(W):
+                    if not free[P[i, k]]:
+                        ok = False
+                        break
+                if ok:
+                    found = True
+                    for k in range(W):
+                        mark[P[i, k]] = True
+            if found:
+                mark[L] = False
+                for lk in range(nl):
+                    if mark[lk]:
+                        Wl[lk] += wts[q]
+            present[q] = found
+            if found:
+                anyp = True
+        if not anyp:
+            out[0] = done
+            return 0
+        if done >= cap:
+            break
+        done += 1
+        for lk in range(nl):
+            used[lk] = 0.0
+            base[lk] = residual[lk]
+        for q in range(Q):
+            if not present[q]:
+                continue
+            w = wts[q]
+            for lk in range(L):
+                share[lk] = base[lk] * (w / Wl[lk]) if Wl[lk] > 0 else 0.0
+            share[L] = np.inf
+            for lk in range(nl):
+                start[lk] = share[lk]
+            for g in range(qptr[q], qptr[q + 1]):
+                if gptr[g + 1] > gptr[g]:
+                    if _waterfill_rows(P, gptr[g], gptr[g + 1], share, tol, rate) < 0:
+                        return -1
+            for lk in range(L):
+                used[lk] += start[lk] - share[lk]
+        for lk in range(L):
+            residual[lk] -= used[lk]
+        for lk in range(nl):
+            if residual[lk] < 0.0:
+                residual[lk] = 0.0
+    out[0] = done
+    out[1] = 1
+    for g in range(gptr.shape[0] - 1):
+        if gptr[g + 1] > gptr[g]:
+            if _waterfill_rows(P, gptr[g], gptr[g + 1], residual, tol, rate) < 0:
+                return -1
+    return 0
+
+
+@_jit
+def greedy_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
+    """Sincronia Algorithm 2 generalised to paths (:func:`.seedbase.greedy_rates`):
+    row by row in priority order, a flow whose smallest residual exceeds the largest
+    tolerance of its links takes that smallest residual (bit/s).
+
+    Args:
+        P: int64 matrix (flows x width) of link rows padded with the dummy
+            ``len(residual) - 1``, flows in priority order.
+        residual: float64 free capacity per link plus the dummy (bit/s), reduced in
+            place.
+        tol: float64 per link saturation tolerance (bit/s).
+        rate: float64 output, one entry per row, zeroed by the caller (bit/s).
+
+    Returns:
+        0.
+
+    Same floating-point operations as :func:`.seedbase._greedy_rates_rescan`: the
+    minimum residual along the path, subtracted from each of its real links, then
+    every residual clamped at 0.
+    """
+    n, W = P.shape
+    nl = residual.shape[0]
+    dummy = nl - 1
+    for i in range(n):
+        m = residual[P[i, 0]]
+        t = tol[P[i, 0]]
+        for k in range(1, W):
+            lk = P[i, k]
+            if residual[lk] < m:
+                m = residual[lk]
+            if tol[lk] > t:
+                t = tol[lk]
+        if not m > t:
+            continue
+        rate[i] = m
+        for k in range(W):
+            lk = P[i, k]
+            if lk < dummy:
+                # a link listed twice is charged once, as numpy's fancy-index update
+                seen = False
+                for k2 in range(k):
+                    if P[i, k2] == lk:
+                        seen = True
+                if not seen:
+                    residual[lk] -= m
+        for lk in range(nl):
+            if residual[lk] < 0.0:
+                residual[lk] = 0.0
+    return 0

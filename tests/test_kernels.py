@@ -1,0 +1,137 @@
+"""The compiled allocation kernels (rapier_app/scheduling/kernels.py) give bit for bit
+the rates and residuals of the numpy code they replace (issue 16)."""
+
+import numpy as np
+import pytest
+
+from rapier_app.scheduling import kernels
+from rapier_app.scheduling.base import SchedulerError
+from rapier_app.scheduling.seedbase import (_greedy_rates_rescan, _waterfill_incremental,
+                                            _waterfill_plain, waterfill)
+
+
+def test_numba_is_installed_and_used():
+    # setup.py installs numba: a fresh install runs the compiled kernels
+    assert kernels.numba is not None
+    assert kernels.ENABLED
+
+
+def random_case(rng, zero_caps=True):
+    """(P, capacities + dummy inf, tolerances) of a random padded link matrix."""
+    L = int(rng.integers(3, 40))
+    m = int(rng.integers(1, 250))
+    W = int(rng.integers(1, 5))
+    P = np.full((m, W), L, dtype=np.int64)
+    for i in range(m):
+        k = int(rng.integers(1, min(W, L) + 1))
+        P[i, :k] = rng.choice(L, size=k, replace=False)
+    kinds = [1e9, 1e10, 0.0] if zero_caps else [1e9, 1e10, 1e8]
+    cap = np.concatenate([rng.choice(kinds, size=L, p=[.7, .2, .1]) * rng.random(L),
+                          [np.inf]])
+    tol = np.concatenate([1e-9 * np.maximum(cap[:L], 1.0), [0.0]])
+    return P, cap, tol
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_waterfill_kernel_bit_identical(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(150):
+        P, cap, tol = random_case(rng)
+        r0, r1, r2 = cap.copy(), cap.copy(), cap.copy()
+        a = _waterfill_plain(P, r0, tol)
+        b = _waterfill_incremental(P, r1, tol)
+        k = np.zeros(P.shape[0])
+        assert kernels.waterfill_kernel(P, r2, tol, k) == 0
+        assert a.tobytes() == k.tobytes() and b.tobytes() == k.tobytes()
+        assert r0.tobytes() == r2.tobytes() and r1.tobytes() == r2.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_kernel_bit_identical(seed):
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(150):
+        P, cap, tol = random_case(rng)
+        r0, r1 = cap.copy(), cap.copy()
+        a = _greedy_rates_rescan(P, r0, tol)
+        k = np.zeros(P.shape[0])
+        kernels.greedy_kernel(P, r1, tol, k)
+        assert a.tobytes() == k.tobytes() and r0.tobytes() == r1.tobytes()
+
+
+def test_waterfill_kernel_hand_case_and_partly_used_links():
+    # links 0 (1 bit/s free) and 1 (3 bit/s): flows {0}, {0,1}, {1}, {1}: max-min
+    # gives 0.5, 0.5 on link 0, then 1.25 each to the two flows left on link 1
+    res = np.array([1.0, 3.0, np.inf])
+    tol = np.array([1e-9, 1e-9, 0.0])
+    P = np.array([[0, 2], [0, 1], [1, 2], [1, 2]])
+    r = np.zeros(4)
+    kernels.waterfill_kernel(P, res, tol, r)
+    assert r.tolist() == [0.5, 0.5, 1.25, 1.25]
+    assert res[:2].tolist() == [0.0, 0.0]
+    # a flow crossing a saturated link gets nothing, the others are not held by it
+    res = np.array([0.0, 2.0, np.inf])
+    r = np.zeros(2)
+    kernels.waterfill_kernel(np.array([[0, 1], [1, 2]]), res, tol, r)
+    assert r.tolist() == [0.0, 2.0]
+
+
+def test_waterfill_flow_without_links_is_an_error():
+    # only the dummy link: no capacity bounds the flow
+    with pytest.raises(SchedulerError, match="crosses no link"):
+        waterfill(np.array([[2, 2]]), np.array([1.0, 1.0, np.inf]),
+                  np.array([1e-9, 1e-9, 0.0]))
+
+
+def _passes(enabled, monkeypatch, seed):
+    """Rates, residual and round counts of a random weighted pass and strict pass on
+    a fat-tree, with the compiled kernels on or off."""
+    from rapier_app.scheduling.seedbase import _Group, _SeedScheduler
+    from topologies import build_topology
+
+    monkeypatch.setattr(kernels, "ENABLED", enabled)
+    topo = build_topology("fattree:4")
+    s = _SeedScheduler(topo)
+    rng = np.random.default_rng(seed)
+    L = s._L
+    groups = []
+    for c in range(int(rng.integers(2, 9))):
+        n = int(rng.integers(1, 80))
+        P = np.full((n, s._width), L, dtype=np.int64)
+        for i in range(n):
+            k = int(rng.integers(1, s._width + 1))
+            P[i, :k] = rng.choice(L, size=k, replace=False)
+        groups.append(_Group([None] * n, [None] * n, P, L, np.arange(n), 0.0))
+    res = s.fresh_residual()
+    res[:L] *= rng.choice([1.0, 0.5, 0.0], size=L, p=[.7, .2, .1])
+    rates = {id(g): np.zeros(g.n) for g in groups}
+    cut = int(rng.integers(1, len(groups) + 1))
+    queues = [(10.0, [(g, None) for g in groups[:cut]]),
+              (3.0, [(g, None) for g in groups[cut:]])]
+    queues = [q for q in queues if q[1]]
+    rounds = None if seed % 2 else 1 + seed % 3
+    done = s.weighted_pass(queues, res, rates, rounds)
+    s.strict_pass([(g, None) for g in groups], res, rates)
+    return ([rates[id(g)].tobytes() for g in groups], res.tobytes(), done,
+            s.rounds_max, s.rounds_capped)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_passes_equal_numpy_passes(seed, monkeypatch):
+    assert _passes(True, monkeypatch, seed) == _passes(False, monkeypatch, seed)
+
+
+@pytest.mark.parametrize("name", ["aalo", "philae", "optas", "sincronia", "fifo"])
+def test_seed_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology("fattree:4")
+    out = []
+    for enabled in (True, False):
+        monkeypatch.setattr(kernels, "ENABLED", enabled)
+        cfs = synthetic(topo, 25, 12, 0.02, "pareto:0.5,1.3", seed=3)
+        res = simulate(topo, cfs, make_scheduler(name, topo))
+        out.append([(c.coflow_id, c.cct_s.hex()) for c in res.coflows])
+    assert out[0] == out[1]
