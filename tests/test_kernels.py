@@ -135,3 +135,28 @@ def test_seed_schedulers_decide_the_same_with_and_without_kernels(name, monkeypa
         res = simulate(topo, cfs, make_scheduler(name, topo))
         out.append([(c.coflow_id, c.cct_s.hex()) for c in res.coflows])
     assert out[0] == out[1]
+
+
+def test_sincronia_demand_matrix_equal_with_and_without_kernels(monkeypatch):
+    from rapier_app.core.model import CoflowState, InfoPolicy
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from topologies import build_topology
+
+    topo = build_topology("fattree:4")
+    specs = synthetic(topo, 15, 9, 0.02, "pareto:0.5,1.3", seed=5)
+    out = []
+    for enabled in (True, False):
+        monkeypatch.setattr(kernels, "ENABLED", enabled)
+        sch = make_scheduler("sincronia", topo)
+        cfs = [CoflowState(s, InfoPolicy()) for s in specs]
+        for k, c in enumerate(cfs):  # some progress, one flow finished
+            for j, f in enumerate(c.flows):
+                f.bytes_sent = f.size_bytes * ((k + j) % 4) / 4
+            c.flows[0].finish_s = 0.1
+            c.flows[0].bytes_sent = c.flows[0].size_bytes
+            c._invalidate(False)
+        D = sch.demand_matrix(cfs)
+        assert D.shape == (len(cfs), topo.capacity.shape[0]) and D.sum() > 0
+        out.append(D.tobytes())
+    assert out[0] == out[1]

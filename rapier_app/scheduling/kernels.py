@@ -308,3 +308,30 @@ def greedy_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
             if residual[lk] < 0.0:
                 residual[lk] = 0.0
     return 0
+
+
+@_jit
+def demand_kernel(P, gptr, rem_bits, nlinks, out):  # pragma: no cover - compiled
+    """Per group and link, the bits its flows still have to send across the link
+    (Sincronia's demand matrix before division by capacity).
+
+    Args:
+        P: int64 (flows x width) padded link rows of every group, stacked; entries
+            ``>= nlinks`` (the dummy) are skipped.
+        gptr: int64, group g's rows are ``gptr[g]..gptr[g+1]-1``.
+        rem_bits: float64 per row, remaining bits.
+        nlinks: number of real links.
+        out: float64 (groups x nlinks), zeroed by the caller; filled in place.
+
+    Same sums in the same order as ``np.bincount(P.ravel(), weights=...)`` row by
+    row, so the matrix is bit for bit the numpy one.
+    """
+    W = P.shape[1]
+    for g in range(gptr.shape[0] - 1):
+        for i in range(gptr[g], gptr[g + 1]):
+            r = rem_bits[i]
+            for k in range(W):
+                lk = P[i, k]
+                if lk < nlinks:
+                    out[g, lk] += r
+    return 0

@@ -684,17 +684,19 @@ class _SeedScheduler(Scheduler):
         self.strict_pass([gm for _, groups in queues for gm in groups], residual, rates)
         return done
 
-    def _stack(self, groups: Sequence[_Group], rates: Dict[int, np.ndarray]
+    def _stack(self, groups: Sequence[_Group], rates: Optional[Dict[int, np.ndarray]]
                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The compiled passes' inputs for ``groups``: their link rows stacked
         (int64, rows x width), the group boundaries ``gptr`` (group g's rows are
-        ``gptr[g]..gptr[g+1]-1``) and their current rates (bit/s) stacked, which the
-        kernels add to in place and :meth:`_unstack` writes back."""
+        ``gptr[g]..gptr[g+1]-1``) and their current rates (bit/s) stacked (zeros
+        when ``rates`` is None), which the kernels add to in place and
+        :meth:`_unstack` writes back."""
         gptr = np.zeros(len(groups) + 1, dtype=np.int64)
         if groups:
             np.cumsum([g.n for g in groups], out=gptr[1:])
             P = np.ascontiguousarray(np.concatenate([g.P for g in groups]), dtype=np.int64)
-            acc = np.concatenate([rates[id(g)] for g in groups])
+            acc = (np.zeros(int(gptr[-1])) if rates is None
+                   else np.concatenate([rates[id(g)] for g in groups]))
         else:
             P = np.zeros((0, self._width), dtype=np.int64)
             acc = np.zeros(0)

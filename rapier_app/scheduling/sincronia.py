@@ -20,6 +20,7 @@ import numpy as np
 from topologies import Topology
 
 from ..core.model import CoflowState
+from . import kernels
 from .base import SchedulerError, register
 from .seedbase import BITS, _SeedScheduler, greedy_rates
 
@@ -238,6 +239,17 @@ class Sincronia(_SeedScheduler):
         L = self._L
         D = np.zeros((len(coflows), L))
         cap = self._cap[:L]
+        if kernels.ENABLED:
+            groups = [self.group(c) for c in coflows]
+            for g in groups:
+                if g.sizes is None:
+                    g.sizes = np.array([f.size_bytes for f in g.flows], dtype=float)
+            if groups:
+                P, gptr, _ = self._stack(groups, None)
+                sizes = np.concatenate([g.sizes for g in groups])
+                sent = np.concatenate([self.flow_sent(g) for g in groups])
+                kernels.demand_kernel(P, gptr, np.maximum(sizes - sent, 0.0) * BITS, L, D)
+            return D / cap
         for i, c in enumerate(coflows):
             g = self.group(c)
             if g.n == 0:
