@@ -29,6 +29,8 @@ def random_case(rng, zero_caps=True):
     cap = np.concatenate([rng.choice(kinds, size=L, p=[.7, .2, .1]) * rng.random(L),
                           [np.inf]])
     tol = np.concatenate([1e-9 * np.maximum(cap[:L], 1.0), [0.0]])
+    if rng.random() < 0.2:  # a few links already over-used (negative residual)
+        cap[:L][rng.random(L) < 0.1] = -1.0
     return P, cap, tol
 
 

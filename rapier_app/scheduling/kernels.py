@@ -81,27 +81,49 @@ def _waterfill_rows(P, lo, hi, residual, tol, rate):  # pragma: no cover - compi
     was_sat = np.empty(nl, np.bool_)
     for lk in range(nl):
         was_sat[lk] = residual[lk] <= tol[lk]
+    # The links with active flows (count > 0), in increasing order.  Only they change:
+    # for a link with count 0, "residual -= inc * 0" leaves it as it is, so after the
+    # first iteration's clamp (run on every link, as the numpy code does) it never
+    # changes again and cannot become saturated.  Looping over them alone does the
+    # same operations on the links that change, so the results are bit for bit equal.
+    ul = np.empty(nl, np.int64)
+    nu = 0
+    for lk in range(nl - 1):
+        if cnt[lk] > 0:
+            ul[nu] = lk
+            nu += 1
     level = 0.0
+    first = True
     while n_act:
         inc = 0.0
         used = False
-        for lk in range(nl):
-            if cnt[lk] > 0:
-                q = residual[lk] / cnt[lk]
-                if not used or q < inc:
-                    inc = q
-                used = True
+        for u in range(nu):
+            lk = ul[u]
+            q = residual[lk] / cnt[lk]
+            if not used or q < inc:
+                inc = q
+            used = True
         if not used:
             return -1
         if inc < 0.0:
             inc = 0.0
         level += inc
-        for lk in range(nl - 1):
+        for u in range(nu):
+            lk = ul[u]
             residual[lk] -= inc * cnt[lk]
-        for lk in range(nl):
-            if residual[lk] < 0.0:
-                residual[lk] = 0.0
-        for lk in range(nl):
+        if first:  # numpy clamps every link once: negative inputs become 0
+            for lk in range(nl):
+                if residual[lk] < 0.0:
+                    residual[lk] = 0.0
+            first = False
+        else:
+            for u in range(nu):
+                lk = ul[u]
+                if residual[lk] < 0.0:
+                    residual[lk] = 0.0
+        froze = False
+        for u in range(nu):
+            lk = ul[u]
             s = residual[lk] <= tol[lk]
             if s and not was_sat[lk]:
                 for e in range(lptr[lk], lptr[lk + 1]):
@@ -110,10 +132,18 @@ def _waterfill_rows(P, lo, hi, residual, tol, rate):  # pragma: no cover - compi
                         act[j] = False
                         n_act -= 1
                         rate[lo + j] += level
+                        froze = True
                         for k in range(W):
                             cnt[P[lo + j, k]] -= 1.0
             was_sat[lk] = s
         cnt[nl - 1] = 0.0
+        if froze:  # drop the links left without active flows
+            m = 0
+            for u in range(nu):
+                if cnt[ul[u]] > 0:
+                    ul[m] = ul[u]
+                    m += 1
+            nu = m
     return 0
 
 
