@@ -39,10 +39,39 @@ def _jit(fn):
 
 
 @_jit
+def _csr(P, lo, hi, nl):  # pragma: no cover - compiled
+    """Rows ``lo..hi-1`` of ``P`` grouped by link (counting sort): the rows (offsets
+    from ``lo``) of link l are ``rows[lptr[l]:lptr[l+1]]``, in increasing order."""
+    W = P.shape[1]
+    n = hi - lo
+    lptr = np.zeros(nl + 1, np.int64)
+    for j in range(n):
+        for k in range(W):
+            lptr[P[lo + j, k] + 1] += 1
+    for lk in range(nl):
+        lptr[lk + 1] += lptr[lk]
+    fill = lptr[:-1].copy()
+    rows = np.empty(n * W, np.int64)
+    for j in range(n):
+        for k in range(W):
+            lk = P[lo + j, k]
+            rows[fill[lk]] = j
+            fill[lk] += 1
+    return lptr, rows
+
+
+@_jit
 def _waterfill_rows(P, lo, hi, residual, tol, rate):  # pragma: no cover - compiled
     """Progressive filling of rows ``lo..hi-1`` of ``P``; each row's rate (bit/s) is
     *added* to ``rate[row]``.  Returns 0, or -1 when an active flow crosses no link.
     The body of :func:`waterfill_kernel` (see there)."""
+    lptr, rows = _csr(P, lo, hi, residual.shape[0])
+    return _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows)
+
+
+@_jit
+def _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows):  # pragma: no cover
+    """:func:`_waterfill_rows` with the rows' link index :func:`_csr` given."""
     W = P.shape[1]
     nl = residual.shape[0]
     n = hi - lo
@@ -60,23 +89,11 @@ def _waterfill_rows(P, lo, hi, residual, tol, rate):  # pragma: no cover - compi
             n_act += 1
     if n_act == 0:
         return 0
-    # entries grouped by link (counting sort): rows of link l are rows[lptr[l]:lptr[l+1]]
-    lptr = np.zeros(nl + 1, np.int64)
-    for j in range(n):
-        for k in range(W):
-            lptr[P[lo + j, k] + 1] += 1
-    for lk in range(nl):
-        lptr[lk + 1] += lptr[lk]
-    fill = lptr[:-1].copy()
-    rows = np.empty(n * W, np.int64)
     cnt = np.zeros(nl)
     for j in range(n):
-        for k in range(W):
-            lk = P[lo + j, k]
-            rows[fill[lk]] = j
-            fill[lk] += 1
-            if act[j]:
-                cnt[lk] += 1.0
+        if act[j]:
+            for k in range(W):
+                cnt[P[lo + j, k]] += 1.0
     cnt[nl - 1] = 0.0
     was_sat = np.empty(nl, np.bool_)
     for lk in range(nl):
@@ -221,6 +238,14 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
     start = np.empty(nl)
     used = np.empty(nl)
     base = np.empty(nl)
+    # each group's link index, built once for all rounds
+    G = gptr.shape[0] - 1
+    lptrs = np.empty((G, nl + 1), np.int64)
+    rows_all = np.empty(P.shape[0] * W, np.int64)
+    for g in range(G):
+        lp, rw = _csr(P, gptr[g], gptr[g + 1], nl)
+        lptrs[g] = lp
+        rows_all[gptr[g] * W:gptr[g + 1] * W] = rw
     done = 0
     out[1] = 0
     while True:
@@ -270,7 +295,8 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
                 start[lk] = share[lk]
             for g in range(qptr[q], qptr[q + 1]):
                 if gptr[g + 1] > gptr[g]:
-                    if _waterfill_rows(P, gptr[g], gptr[g + 1], share, tol, rate) < 0:
+                    if _waterfill_csr(P, gptr[g], gptr[g + 1], share, tol, rate, lptrs[g],
+                                      rows_all[gptr[g] * W:gptr[g + 1] * W]) < 0:
                         return -1
             for lk in range(L):
                 used[lk] += start[lk] - share[lk]
@@ -281,9 +307,10 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
                 residual[lk] = 0.0
     out[0] = done
     out[1] = 1
-    for g in range(gptr.shape[0] - 1):
+    for g in range(G):
         if gptr[g + 1] > gptr[g]:
-            if _waterfill_rows(P, gptr[g], gptr[g + 1], residual, tol, rate) < 0:
+            if _waterfill_csr(P, gptr[g], gptr[g + 1], residual, tol, rate, lptrs[g],
+                              rows_all[gptr[g] * W:gptr[g + 1] * W]) < 0:
                 return -1
     return 0
 
