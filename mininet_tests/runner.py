@@ -53,7 +53,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from enforcement import client
 
 from .topos import HOST_PREFIX_LEN, DefinedTopo
-from .switchq import SwitchQueueError, check_buckets, fair_queue_lines
+from .switchq import SwitchQueueError, check_buckets, fair_queue_lines, host_shaping_lines
 from .transfer import available_congestion_controls
 
 LOG = logging.getLogger("rapier-emulate")
@@ -477,6 +477,23 @@ class Emulation:
                                  f"pfifo limit {self.queue_packets}")
                     if out.strip():
                         raise EmulationError(f"queue_packets: tc on {intf.name}: {out.strip()}")
+        if not self.enforce and self.bw_mbps:
+            # no agent shapes the hosts' interfaces: shape them at the access link
+            # rate (switchq.host_shaping_lines says why)
+            for h in self.net.hosts:
+                lines = []
+                for intf in h.intfList():
+                    if intf.name != "lo":
+                        lines += host_shaping_lines(intf.name, self.bw_mbps * 1e6,
+                                                    self.fair_queue or 0,
+                                                    self.queue_packets or 100)
+                path = os.path.join(self.workdir, f"host-queues-{h.name}.tc")
+                with open(path, "w") as f:
+                    f.write("\n".join(lines) + "\n")
+                out = h.cmd(f"tc -batch {path}; echo rc=$?").strip()
+                if not out.endswith("rc=0"):
+                    raise EmulationError(f"host shaping: tc -batch {path} on {h.name}: "
+                                         f"{out[:300]}")
         if self.rto_min_ms is not None:
             for h in self.net.hosts:
                 intf = h.defaultIntf()

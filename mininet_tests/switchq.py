@@ -97,3 +97,42 @@ def fair_queue_lines(dev: str, rate_bps: float, buckets: int = DEFAULT_BUCKETS,
         lines.append(f"filter add dev {dev} parent 10: prio 1 protocol ip u32 ht 2:{b:x}: "
                      f"match u32 0 0 flowid 10:{0x10 + b:x}")
     return lines
+
+
+def host_shaping_lines(dev: str, rate_bps: float, buckets: int = 0,
+                       limit_packets: int = 100) -> List[str]:
+    """``tc -batch`` lines that shape a *host-side* interface at its link rate, as
+    Mininet's ``TCLink`` shapes switch-side ones (root ``5:`` HTB, class ``5:1`` at
+    ``rate_bps``), then queue it like a switch port: the fair-queueing stage of
+    :func:`fair_queue_lines` with ``buckets`` > 0, else one ``pfifo`` of
+    ``limit_packets``.
+
+    Used when no host agent shapes the interface (``baseline``: ``--no-enforce``):
+    without it a host's sending is bounded only by the next switch's egress ports, so
+    a host sending to several destinations across faster fabric links (VL2's 10x
+    ToR uplinks) is not held to its access link as the simulator holds it.
+
+    Args:
+        dev: the host's interface name (the commands run in the host's namespace).
+        rate_bps: the access link's rate, bit/s.
+        buckets: fair-queueing buckets (0: one FIFO).
+        limit_packets: FIFO limit, packets.
+
+    Returns:
+        tc commands without the leading ``tc``, one per line, in order.
+
+    Raises:
+        SwitchQueueError: ``rate_bps``, ``buckets`` or ``limit_packets`` out of range.
+    """
+    if not rate_bps > 0:
+        raise SwitchQueueError(f"rate_bps: must be positive, got {rate_bps!r}")
+    if int(limit_packets) != limit_packets or limit_packets < 1:
+        raise SwitchQueueError(f"limit_packets: must be a positive integer, got "
+                               f"{limit_packets!r}")
+    rate = int(rate_bps)
+    lines = [f"qdisc replace dev {dev} root handle 5: htb default 1",
+             f"class add dev {dev} parent 5: classid 5:1 htb rate {rate}bit ceil {rate}bit"]
+    if buckets:
+        return lines + fair_queue_lines(dev, rate_bps, buckets, limit_packets)
+    return lines + [f"qdisc add dev {dev} parent 5:1 handle 10: pfifo limit "
+                    f"{int(limit_packets)}"]

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from mininet_tests.switchq import INNER_RATE_FACTOR, SwitchQueueError, fair_queue_lines
+from mininet_tests.switchq import (INNER_RATE_FACTOR, SwitchQueueError, fair_queue_lines,
+                                   host_shaping_lines)
 
 
 def test_tree_for_four_buckets():
@@ -51,3 +52,24 @@ def test_bad_parameters_named(kw, field):
     args.update(kw)
     with pytest.raises(SwitchQueueError, match=field):
         fair_queue_lines(**args)
+
+
+def test_host_shaping_puts_the_link_rate_above_the_queue():
+    lines = host_shaping_lines("h1-eth0", 10e6, 0, 50)
+    assert lines == ["qdisc replace dev h1-eth0 root handle 5: htb default 1",
+                     "class add dev h1-eth0 parent 5: classid 5:1 htb rate 10000000bit "
+                     "ceil 10000000bit",
+                     "qdisc add dev h1-eth0 parent 5:1 handle 10: pfifo limit 50"]
+    fq = host_shaping_lines("h1-eth0", 10e6, 4, 50)
+    assert fq[:2] == lines[:2]
+    assert fq[2:] == fair_queue_lines("h1-eth0", 10e6, 4, 50)
+
+
+@pytest.mark.parametrize("kw, field", [({"rate_bps": 0}, "rate_bps"),
+                                       ({"limit_packets": 0}, "limit_packets"),
+                                       ({"buckets": 3}, "buckets")])
+def test_host_shaping_bad_parameters_named(kw, field):
+    args = {"dev": "h1-eth0", "rate_bps": 10e6, "buckets": 0, "limit_packets": 100}
+    args.update(kw)
+    with pytest.raises(SwitchQueueError, match=field):
+        host_shaping_lines(**args)

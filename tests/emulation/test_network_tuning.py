@@ -108,6 +108,37 @@ def test_fair_queue_shares_a_port_equally(ovs):
     assert 8e6 < sum(rates) < 10.5e6, rates  # the port's rate less the headers
 
 
+def test_unenforced_hosts_are_held_to_their_access_link(ovs):
+    """``baseline`` runs no agent shaping: the hosts' own interfaces are shaped at
+    the access link rate (switchq.host_shaping_lines).  h1 sends to h2 (same leaf)
+    and to h3 (other leaf): the two flows share nothing but h1's access link, so
+    without host shaping they got about 10 Mbit/s each; with it, 10 Mbit/s
+    together, as the simulator's model has it."""
+    with Emulation("leafspine:2,2,2", scheduler="baseline", bw_mbps=10.0, enforce=False,
+                   start_controller=False) as em:
+        h1, h2, h3 = em.net.get("h1"), em.net.get("h2"), em.net.get("h3")
+        q = h1.cmd(f"tc qdisc show dev {h1.defaultIntf().name}")
+        assert "htb 5:" in q, q
+        rx = [h.popen([sys.executable, "-c", RECEIVER, "5001"], stdout=subprocess.PIPE,
+                      text=True) for h in (h2, h3)]
+        time.sleep(0.5)
+        tx = [h1.popen([sys.executable, "-c", SENDER, h.IP(), "5001", "4"]) for h in (h2, h3)]
+        for p in tx:
+            p.wait(timeout=30)
+        marks = []
+        for p in rx:
+            out, _ = p.communicate(timeout=30)
+            marks.append([(float(t), int(g)) for t, g in (m.split(":") for m in out.split())])
+
+    def got_by(m, t):
+        return max([g for x, g in m if x <= t], default=0)
+
+    t0 = max(m[0][0] for m in marks) + 1.0
+    rates = [(got_by(m, t0 + 2.0) - got_by(m, t0)) * 8 / 2.0 for m in marks]
+    assert min(rates) > 0, rates
+    assert sum(rates) < 10.5e6, rates  # one access link, not two
+
+
 def test_interfaces_send_one_segment_per_packet(ovs):
     with Emulation("leafspine:2,2,2", scheduler="rapier", bw_mbps=10.0) as em:
         for node in em.net.hosts + em.net.switches:
