@@ -9,7 +9,8 @@ hosts, switches and links, with
   same definition) expects;
 * optional shaping: with ``bw_mbps`` every *switch-side* interface gets a Mininet
   ``TCLink`` HTB; host-side interfaces are left alone, so that the host agent's own
-  HTB root is the only qdisc on a host interface.  Every path ends on a
+  HTB root is the only qdisc on a host interface (runs without enforcing agents,
+  ``baseline``, shape them in ``runner.Emulation``: ``switchq.host_shaping_lines``).  Every path ends on a
   switch-to-host link, so each flow still sees the link capacity.  ``bw_mbps`` is
   the speed of the host links; a link the definition makes faster is shaped at the
   same multiple (VL2's fabric runs at 10x its server links), so the emulated fabric
