@@ -16,6 +16,13 @@ def test_numba_is_installed_and_used():
     assert kernels.ENABLED
 
 
+def test_rapier_kernels_setting_is_checked_by_name():
+    assert kernels._enabled("numba") is True
+    assert kernels._enabled("numpy") is False
+    with pytest.raises(ValueError, match="RAPIER_KERNELS"):
+        kernels._enabled("fast")
+
+
 def random_case(rng, zero_caps=True):
     """(P, capacities + dummy inf, tolerances) of a random padded link matrix."""
     L = int(rng.integers(3, 40))

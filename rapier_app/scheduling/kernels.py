@@ -27,8 +27,21 @@ try:  # pragma: no cover - exercised by whichever branch the machine has
 except ImportError:  # pragma: no cover
     numba = None
 
+
+def _enabled(value: str) -> bool:
+    """Whether the compiled kernels run, from ``RAPIER_KERNELS`` (``numba``, the
+    default, or ``numpy``).
+
+    Raises:
+        ValueError: any other value (the message names ``RAPIER_KERNELS``).
+    """
+    if value not in ("numba", "numpy"):
+        raise ValueError(f"RAPIER_KERNELS: must be 'numba' or 'numpy', got {value!r}")
+    return value == "numba" and numba is not None
+
+
 #: True when the compiled kernels are used (numba importable and not disabled).
-ENABLED = numba is not None and os.environ.get("RAPIER_KERNELS", "numba") != "numpy"
+ENABLED = _enabled(os.environ.get("RAPIER_KERNELS", "numba"))
 
 
 def _jit(fn):
