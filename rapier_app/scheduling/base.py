@@ -20,6 +20,7 @@ import numpy as np
 from topologies import Topology
 
 from ..core.model import CoflowState, FlowState, Schedule
+from . import kernels as _kernels
 
 
 #: entries of a scheduler's ECMP memo (:meth:`Scheduler.ecmp_path`) before it is cleared
@@ -249,6 +250,14 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
     cap = np.asarray(capacity, dtype=float)
     L = cap.shape[0]
     lidx = np.asarray(lidx, dtype=np.int64)
+    if weights is None and demand is None and _kernels.ENABLED:
+        # the compiled twin: same operations, same rates bit for bit (issue 16)
+        if lidx.size and (lidx.min() < 0 or lidx.max() >= L):
+            raise IndexError("max_min_fair_flat: a link index outside the capacity vector")
+        if _kernels.maxmin_flat_kernel(lens, lidx, np.maximum(cap, 0.0),
+                                       rel_eps * np.maximum(cap, 1.0), rate) < 0:
+            raise ValueError("max_min_fair: unbounded rates (a flow crosses no link)")
+        return rate
     weighted = weights is not None
     w = np.asarray(weights, dtype=float) if weighted else np.ones(n)
     dem = np.full(n, np.inf) if demand is None else np.asarray(demand, dtype=float)

@@ -405,3 +405,127 @@ def demand_kernel(P, gptr, rem_bits, nlinks, out):  # pragma: no cover - compile
                 if lk < nlinks:
                     out[g, lk] += r
     return 0
+
+
+@_jit
+def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - compiled
+    """Unweighted max-min fair rates without demands, the compiled twin of
+    :func:`.base.max_min_fair_flat` (progressive filling with incremental
+    bookkeeping; Bertsekas and Gallager, Data Networks, Section 6.5.2) used by
+    ``baseline``, ``fair`` and ``routing-only`` at every decision point.
+
+    Args:
+        lens: int64 per flow, the number of links of its path (0: the flow gets 0).
+        lidx: int64, the flows' link indices concatenated in flow order.
+        residual: float64 per link, ``max(capacity, 0)`` (bit/s); overwritten.
+        tol: float64 per link, the residual (bit/s) at or below which it is saturated.
+        rate: float64 output per flow, zeroed by the caller (bit/s).
+
+    Returns:
+        0, or -1 when the level would be unbounded (the caller raises ValueError).
+
+    Same IEEE operations in the same order as the numpy code: per iteration the
+    increment is ``min(residual / active count)`` over every link (NaN propagates as
+    in ``ndarray.min``), every link loses ``increment x count``, and the flows of the
+    links at or below their tolerance, taken link by link and flow by flow, freeze
+    at the running level; when none does, those of the first link of least share.
+    A link whose flows have all frozen gets residual ``inf``.
+    """
+    n = lens.shape[0]
+    L = residual.shape[0]
+    starts = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        starts[i + 1] = starts[i] + lens[i]
+    cnt = np.zeros(L, np.int64)
+    for e in range(starts[n]):
+        cnt[lidx[e]] += 1
+    # flows of each link in increasing flow order (a stable counting sort)
+    lptr = np.zeros(L + 1, np.int64)
+    for lk in range(L):
+        lptr[lk + 1] = lptr[lk] + cnt[lk]
+    fill = lptr[:-1].copy()
+    rows = np.empty(starts[n], np.int64)
+    for i in range(n):
+        for e in range(starts[i], starts[i + 1]):
+            lk = lidx[e]
+            rows[fill[lk]] = i
+            fill[lk] += 1
+    wl = np.empty(L)
+    for lk in range(L):
+        wl[lk] = float(cnt[lk])
+        if cnt[lk] == 0:
+            residual[lk] = np.inf
+    active = np.empty(n, np.bool_)
+    n_active = 0
+    for i in range(n):
+        active[i] = lens[i] > 0
+        if active[i]:
+            n_active += 1
+    stamp = np.zeros(n, np.int64)
+    newly = np.empty(n, np.int64)
+    share = np.empty(L)
+    level = 0.0
+    it = 0
+    while n_active > 0:
+        it += 1
+        inc = np.inf
+        jmin = -1
+        for lk in range(L):
+            r = residual[lk]
+            d = wl[lk]
+            if d != 0.0:
+                s = r / d
+            elif r > 0.0:
+                s = np.inf
+            elif r < 0.0:
+                s = -np.inf
+            else:
+                s = np.nan
+            share[lk] = s
+            if jmin < 0:
+                inc = s
+                jmin = lk
+            elif not (inc != inc):  # a NaN already found stays the minimum
+                if s != s or s < inc:
+                    inc = s
+                    jmin = lk
+        if L == 0:
+            return -1
+        if inc < 0.0:  # max(inc, 0.0) of the numpy code (a NaN stays NaN)
+            inc = 0.0
+        if not np.isfinite(inc):
+            return -1
+        level += inc
+        for lk in range(L):
+            residual[lk] -= inc * wl[lk]
+        m = 0
+        for lk in range(L):
+            if residual[lk] <= tol[lk]:
+                for p in range(lptr[lk], lptr[lk + 1]):
+                    i = rows[p]
+                    if active[i] and stamp[i] != it:
+                        stamp[i] = it
+                        newly[m] = i
+                        m += 1
+        if m == 0:  # numerical guard: the flows of the first link of least share
+            for p in range(lptr[jmin], lptr[jmin + 1]):
+                i = rows[p]
+                if active[i] and stamp[i] != it:
+                    stamp[i] = it
+                    newly[m] = i
+                    m += 1
+        for q in range(m):
+            i = newly[q]
+            rate[i] = level
+            active[i] = False
+        n_active -= m
+        for q in range(m):
+            i = newly[q]
+            for e in range(starts[i], starts[i + 1]):
+                lk = lidx[e]
+                cnt[lk] -= 1
+                wl[lk] -= 1.0
+                if cnt[lk] == 0:
+                    wl[lk] = 0.0
+                    residual[lk] = np.inf
+    return 0
