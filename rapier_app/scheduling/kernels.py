@@ -463,14 +463,23 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
             n_active += 1
     stamp = np.zeros(n, np.int64)
     newly = np.empty(n, np.int64)
-    share = np.empty(L)
+    # the links with active flows, in increasing order: the others have residual
+    # inf and count 0 (share inf, never saturated), so leaving them out of the
+    # minimum, the update and the saturation scan changes no result
+    live = np.empty(L, np.int64)
+    nlive = 0
+    for lk in range(L):
+        if cnt[lk] > 0:
+            live[nlive] = lk
+            nlive += 1
     level = 0.0
     it = 0
     while n_active > 0:
         it += 1
         inc = np.inf
         jmin = -1
-        for lk in range(L):
+        for q in range(nlive):
+            lk = live[q]
             r = residual[lk]
             d = wl[lk]
             if d != 0.0:
@@ -481,7 +490,6 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
                 s = -np.inf
             else:
                 s = np.nan
-            share[lk] = s
             if jmin < 0:
                 inc = s
                 jmin = lk
@@ -489,17 +497,17 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
                 if s != s or s < inc:
                     inc = s
                     jmin = lk
-        if L == 0:
+        if jmin < 0:
             return -1
         if inc < 0.0:  # max(inc, 0.0) of the numpy code (a NaN stays NaN)
             inc = 0.0
         if not np.isfinite(inc):
             return -1
         level += inc
-        for lk in range(L):
-            residual[lk] -= inc * wl[lk]
         m = 0
-        for lk in range(L):
+        for q in range(nlive):
+            lk = live[q]
+            residual[lk] -= inc * wl[lk]
             if residual[lk] <= tol[lk]:
                 for p in range(lptr[lk], lptr[lk + 1]):
                     i = rows[p]
@@ -519,6 +527,7 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
             rate[i] = level
             active[i] = False
         n_active -= m
+        gone = 0
         for q in range(m):
             i = newly[q]
             for e in range(starts[i], starts[i + 1]):
@@ -528,4 +537,12 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
                 if cnt[lk] == 0:
                     wl[lk] = 0.0
                     residual[lk] = np.inf
+                    gone += 1
+        if gone:
+            k = 0
+            for q in range(nlive):
+                if cnt[live[q]] > 0:
+                    live[k] = live[q]
+                    k += 1
+            nlive = k
     return 0
