@@ -425,3 +425,30 @@ def test_pusher_sends_latest_set_and_marks_failures(unix_agent):
     assert _Recorder.received[0][1]["flows"][0]["flow_id"] == "c1/0"
     assert app.core.pushed["h2"] == ("<failed>",)
     assert [p.host for p in app.core.retry_pushes().pushes] == ["h2"]
+
+
+def test_pusher_pushes_the_hosts_of_one_round_concurrently(monkeypatch):
+    # a decision's limits reach all its hosts in about one agent round trip: the
+    # pushes of one round are in flight together, and each ack is recorded
+    from ryu.lib import hub
+    wsgi = WSGIApplication()
+    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+        scheduler="rapier", agent_url="unix:/tmp/never/{host}.sock"))
+    inflight, peak, sent = [0], [0], []
+
+    def fake_put(url, body, timeout, token=None):
+        inflight[0] += 1
+        peak[0] = max(peak[0], inflight[0])
+        hub.sleep(0.01)  # the agent's round trip: other pushes go out meanwhile
+        inflight[0] -= 1
+        sent.append(url)
+        return {"commands": 1}
+
+    monkeypatch.setattr(agent_client, "put_flows", fake_put)
+    st, obj = call(SimpleNamespace(wsgi=wsgi), "POST", "/rapier/v1/coflows",
+                   {"flows": [flow(), flow("h2", "h6", 10, 7), flow("h3", "h5", 10, 8)]})
+    assert st == 201 and sorted(app._pending) == ["h1", "h2", "h3"]
+    assert app.core.coflow_view(obj["id"])["rates"] == "pending"
+    app.push_pending()
+    assert peak[0] == 3 and len(sent) == 3 and not app._pending
+    assert app.core.coflow_view(obj["id"])["rates"] == "applied"

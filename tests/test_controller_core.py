@@ -265,6 +265,46 @@ def test_waiting_flow_gets_min_rate_and_unchanged_schedule_pushes_nothing(ls):
     assert core.retry_pushes().pushes == []
 
 
+def test_rates_applied_once_the_agent_acknowledged_a_set_with_the_flows_limit(ls):
+    # a sender released before its agent holds the limit runs unshaped: the view says
+    # "pending" from the decision until the source host acknowledged a set with it
+    core, sched, _ = pinned_core(ls)
+    sched.plan["c1/0"] = (("h1", "l1", "s2", "l2", "h5"), 1e8)
+    _, acts = core.submit({"flows": [flow()]}, 0.0)
+    (push,) = acts.pushes
+    assert push.host == "h1" and push.gen == 1
+    assert core.coflow_view("c1")["rates"] == "pending"
+    core.push_succeeded("h1", push.gen)
+    assert core.coflow_view("c1")["rates"] == "applied"
+    # a new rate on its way: the flow is still limited (by the older rate)
+    sched.plan["c1/0"] = (("h1", "l1", "s2", "l2", "h5"), 5e7)
+    (push2,) = core.reschedule(1.0).pushes
+    assert push2.gen == 2 and core.coflow_view("c1")["rates"] == "applied"
+    # a second coflow from the same host: pending until a set holding it is acked;
+    # the acknowledgement of an older set does not count
+    sched.plan["c2/0"] = (("h1", "l1", "s2", "l2", "h5"), 1e7)
+    _, acts3 = core.submit({"id": "c2", "flows": [flow(port=5002)]}, 2.0)
+    (push3,) = acts3.pushes
+    assert push3.gen == 3 and core.coflow_view("c2")["rates"] == "pending"
+    core.push_succeeded("h1", 2)
+    assert core.coflow_view("c2")["rates"] == "pending"
+    core.push_succeeded("h1", 3)
+    assert core.coflow_view("c2")["rates"] == "applied"
+    # a failed push leaves the host's set unknown: pending until a retry goes through
+    core.push_failed("h1")
+    assert core.coflow_view("c1")["rates"] == "pending"
+    (again,) = core.retry_pushes().pushes
+    core.push_succeeded("h1", again.gen)
+    assert core.coflow_view("c1")["rates"] == "applied"
+
+
+def test_rates_are_applied_at_once_without_agents(ls):
+    core, sched, _ = pinned_core(ls, agent_url="")
+    sched.plan["c1/0"] = (("h1", "l1", "s2", "l2", "h5"), 1e8)
+    core.submit({"flows": [flow()]}, 0.0)
+    assert core.coflow_view("c1")["rates"] == "applied"
+
+
 def test_unix_agent_url_template(ls):
     core, sched, _ = pinned_core(ls, agent_url="unix:/tmp/rapier-agents/{host}.sock")
     sched.plan["c1/0"] = (("h1", "l1", "s2", "l2", "h5"), 1e8)

@@ -433,6 +433,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
             return self.stored_view(cid)
         view = super().coflow_view(cid)
         view["decision"] = self.decision.get(cid, SCHEDULED)
+        view["rates"] = "applied" if self.rates_applied(cid) else "pending"
         for fv in view["flows"]:
             fv["rules"] = self.rule_states(fv["flow_id"])
         return view
@@ -446,9 +447,19 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         return self._pushes.failed(host, now, self.settings.agent_retry_min_s,
                                    self.settings.agent_retry_max_s)
 
-    def push_succeeded(self, host: str) -> None:
-        """A push to ``host`` went through: reset its backoff."""
-        self._pushes.succeeded(host)
+    def push_succeeded(self, host: str, gen: int = 0) -> None:
+        """A push to ``host`` went through: reset its backoff and record its
+        generation ``gen`` as in force (:meth:`.pushes.PushBook.succeeded`)."""
+        self._pushes.succeeded(host, gen)
+
+    def rates_applied(self, cid: str) -> bool:
+        """True when every unfinished flow of coflow ``cid`` that has a rate limit has
+        it in force on its source host (the agent acknowledged a set holding it,
+        :meth:`.pushes.PushBook.limited`); always True without agents.  Until then
+        a sender that starts runs unshaped: an agent passes flows it has no limit
+        for at line rate."""
+        c = self.get(cid)
+        return all(self._pushes.limited(f.flow_id) for f in c.active_flows())
 
     def retry_pushes(self, now: float = float("inf")) -> Actions:
         """Pushes for the hosts whose last push failed and whose backoff ran out at

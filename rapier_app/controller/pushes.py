@@ -28,11 +28,14 @@ class AgentPush:
         url: agent base URL (``http://IP:PORT`` or ``unix:/path.sock``).
         flows: list of dicts ``{flow_id, src_ip, dst_ip, proto, dst_port, rate_bps}``
             (rate in bit/s, int); an empty list removes every limit on the host.
+        gen: the host's push generation (1, 2, ... per host; 0: not from a
+            :class:`PushBook`), handed back to :meth:`PushBook.succeeded`.
     """
 
     host: str
     url: str
     flows: List[Dict[str, Any]]
+    gen: int = 0
 
     def body(self) -> bytes:
         """The JSON request body."""
@@ -66,13 +69,42 @@ class PushBook:
         self.limits: Dict[str, List[Dict[str, Any]]] = {}
         #: host -> (consecutive failures, earliest time of the next retry in s)
         self.backoff: Dict[str, Tuple[int, float]] = {}
+        #: host -> generation of the last push handed out / acknowledged by the agent
+        self.gen: Dict[str, int] = {}
+        self.acked: Dict[str, int] = {}
+        #: host -> {flow id: generation of the first push whose set held its limit}
+        self.first: Dict[str, Dict[str, int]] = {}
+        #: flow id -> the host whose set holds its limit
+        self.host_of: Dict[str, str] = {}
 
     def _push(self, host: str, flows: List[Dict[str, Any]]) -> AgentPush:
         if flows:
             self.pushed[host] = _key(flows)
         else:
             self.pushed.pop(host, None)
-        return AgentPush(host, self.url_of(host), flows)
+        g = self.gen[host] = self.gen.get(host, 0) + 1
+        old = self.first.get(host, {})
+        new = {}
+        for d in flows:
+            fid = d["flow_id"]
+            new[fid] = old.get(fid, g)
+            self.host_of[fid] = host
+        for fid in old:
+            if fid not in new and self.host_of.get(fid) == host:
+                del self.host_of[fid]
+        self.first[host] = new
+        return AgentPush(host, self.url_of(host), flows, g)
+
+    def limited(self, flow_id: str) -> bool:
+        """True when flow ``flow_id``'s limit is in force: its host's agent
+        acknowledged a set that held it (a newer rate may still be on its way), or
+        no limit is wanted for it.  False while its first limit is on its way, or
+        after a failed push to its host (the agent's state is unknown)."""
+        host = self.host_of.get(flow_id)
+        if host is None:
+            return True
+        return self.pushed.get(host) != FAILED and \
+            self.acked.get(host, 0) >= self.first[host][flow_id]
 
     def update(self, limits: Mapping[str, List[Dict[str, Any]]]) -> List[AgentPush]:
         """Make ``limits`` the wanted sets; the pushes of every host whose set differs
@@ -98,9 +130,14 @@ class PushBook:
         self.backoff[host] = (n, now + delay)
         return delay
 
-    def succeeded(self, host: str) -> None:
-        """A push to ``host`` went through: its backoff starts over."""
+    def succeeded(self, host: str, gen: int = 0) -> None:
+        """A push to ``host`` went through: its backoff starts over, and the agent
+        holds every set up to generation ``gen`` (the push's :attr:`AgentPush.gen`;
+        a later set replaces the earlier ones, so an acknowledged generation covers
+        those before it)."""
         self.backoff.pop(host, None)
+        if gen > self.acked.get(host, 0):
+            self.acked[host] = gen
 
     def retry(self, now: float = float("inf")) -> List[AgentPush]:
         """Pushes of the current sets of the hosts whose last push failed and whose
