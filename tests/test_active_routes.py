@@ -2,6 +2,7 @@
 columns built only when a caller asks for them, equals a fresh computation."""
 
 import numpy as np
+import pytest
 
 from rapier_app.core.model import CoflowState, InfoPolicy
 from rapier_app.core.workload import synthetic
@@ -48,3 +49,32 @@ def test_filtered_and_lazy_columns_match_a_fresh_computation():
                     f.finish_s = float(step)
             c._invalidate(finished_only=True)
     assert sum(len(c.active_flows()) for c in coflows) < 24  # flows did finish
+
+
+@pytest.mark.parametrize("name", ["baseline", "routing-only", "scheduling-only"])
+def test_finished_flow_reports_filter_the_cached_views_like_a_scan(name, monkeypatch):
+    # _active_routes drops the flows the flows_finished hook reported by position;
+    # without the reports it scans every flow's finish_s: the very same run
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import classic, make_scheduler
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology("fattree:4")
+    used = []
+    orig = classic._Routed._finished_mask
+
+    def counted(self, *a):
+        m = orig(self, *a)
+        used.append(m is not None)
+        return m
+
+    out = []
+    for reports in (True, False):
+        monkeypatch.setattr(classic._Routed, "_finished_mask",
+                            counted if reports else (lambda self, *a: None))
+        cfs = synthetic(topo, 25, 12, 0.02, "pareto:0.5,1.3", seed=3)
+        res = simulate(topo, cfs, make_scheduler(name, topo))
+        out.append([(c.coflow_id, c.cct_s.hex()) for c in res.coflows])
+    assert out[0] == out[1]
+    assert used and all(used)  # every filtering took the reported positions

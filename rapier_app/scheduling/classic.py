@@ -28,6 +28,7 @@ BITS = 8.0
 
 
 _FINISH = operator.attrgetter("finish_s")
+_ORD = operator.attrgetter("_ord")
 _SENT = operator.attrgetter("bytes_sent")
 
 
@@ -44,6 +45,9 @@ class _Routed(Scheduler):
         self._routes: Dict[str, tuple] = {k: tuple(v) for k, v in (routes or {}).items()}
         self._route_links: Dict[str, Tuple[tuple, np.ndarray]] = {}
         self._coflow_cache: Dict[str, tuple] = {}
+        #: coflow_id -> flows reported finished (:meth:`flows_finished`) since its
+        #: cached active view was last filtered
+        self._finished: Dict[str, List[FlowState]] = {}
         for fid, p in self._routes.items():
             topology.path_links(p)  # raises TopologyError on a path that does not exist
 
@@ -80,6 +84,37 @@ class _Routed(Scheduler):
 
     def pick_path(self, flow: FlowState) -> tuple:
         return self.ecmp_path(flow)
+
+    def flows_finished(self, flows: Sequence[FlowState]) -> None:
+        """Hook (:meth:`Scheduler.flows_finished`): remember the finished flows per
+        coflow, so that :meth:`_active_routes` drops them from a coflow's cached
+        view by position (bisection on ``FlowState._ord``) instead of reading every
+        active flow's ``finish_s`` (issue 16: the giants finish one flow at a time)."""
+        fin = self._finished
+        for f in flows:
+            lst = fin.get(f.coflow_id)
+            if lst is None:
+                fin[f.coflow_id] = [f]
+            else:
+                lst.append(f)
+
+    def _finished_mask(self, cid: str, fl: list, idx: Optional[np.ndarray],
+                       n_act: int) -> Optional[np.ndarray]:
+        """Keep-mask over ``fl`` (a cached view whose flows' positions in their coflow
+        are ``idx``) from the flows reported finished for coflow ``cid``, or None
+        when the reports do not account for exactly the ``len(fl) - n_act`` flows
+        gone (the caller then scans)."""
+        fin = self._finished.pop(cid, None)
+        if not fin or idx is None or len(fin) != len(fl) - n_act:
+            return None
+        want = np.fromiter(map(_ORD, fin), np.int64, len(fin))
+        pos = np.searchsorted(idx, want)
+        if (pos >= len(fl)).any() or not all(
+                map(operator.is_, map(fl.__getitem__, pos.tolist()), fin)):
+            return None
+        mask = np.ones(len(fl), dtype=bool)
+        mask[pos] = False
+        return mask
 
 
     def active_routes(self, coflows: Sequence[CoflowState]):
@@ -134,11 +169,14 @@ class _Routed(Scheduler):
                     # only the columns some caller used are carried along
                     base = full if sub is None else sub
                     fl = base[0]
-                    mask = np.fromiter(map(operator.is_, map(_FINISH, fl), repeat(None)),
-                                       bool, len(fl))
+                    mask = self._finished_mask(c.coflow_id, fl, base[7], len(act))
+                    exact = mask is not None
+                    if mask is None:
+                        mask = np.fromiter(map(operator.is_, map(_FINISH, fl), repeat(None)),
+                                           bool, len(fl))
                     ml = mask.tolist()
-                    if int(mask.sum()) != len(act) or not all(
-                            map(operator.is_, act, compress(fl, ml))):
+                    if not exact and (int(mask.sum()) != len(act) or not all(
+                            map(operator.is_, act, compress(fl, ml)))):
                         # the active list is not the unfinished flows: route it directly
                         sub = list(self._entry(act)) + [None]
                     else:
@@ -169,10 +207,12 @@ class _Routed(Scheduler):
                         col = list(map(full[k].__getitem__, ix.tolist()))
                     sub[k] = col
                 cols[k].append(col)
-        if len(cache) > 2 * len(coflows) + 64:
+        if len(cache) > 2 * len(coflows) + 64 or len(self._finished) > 2 * len(coflows) + 64:
             live = {c.coflow_id for c in coflows}
             for k in [k for k in cache if k not in live]:
                 del cache[k]
+            for k in [k for k in self._finished if k not in live]:
+                del self._finished[k]
         out: List[object] = [None] * 7
         for k in need:
             if k in (3, 4, 5):
@@ -358,7 +398,9 @@ class Varys(_Routed):
         self.stats = {"full_passes": 0, "wc_passes": 0}
 
     def flows_finished(self, flows: Sequence[FlowState]) -> None:
-        """Forward finished flows to the work-conservation state (see the base class)."""
+        """Forward finished flows to the work-conservation state and the cached
+        active views (see the base class)."""
+        super().flows_finished(flows)
         if self._wc is not None:
             self._wc.flows_finished(flows)
 
