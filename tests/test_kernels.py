@@ -129,8 +129,10 @@ def test_compiled_passes_equal_numpy_passes(seed, monkeypatch):
     assert _passes(True, monkeypatch, seed) == _passes(False, monkeypatch, seed)
 
 
-@pytest.mark.parametrize("name", ["aalo", "philae", "optas", "sincronia", "fifo"])
-def test_seed_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
+@pytest.mark.parametrize("name", ["aalo", "philae", "optas", "sincronia", "fifo",
+                                  # maxmin_flat_kernel: every decision point
+                                  "baseline", "routing-only"])
+def test_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
     from rapier_app.sim import simulate
@@ -241,20 +243,3 @@ def test_maxmin_flat_kernel_hand_case():
     r = max_min_fair_flat(np.array([1, 2, 1]), np.array([0, 0, 1, 1]),
                           np.array([10.0, 2.0]))
     assert r.tolist() == [9.0, 1.0, 1.0]
-
-
-@pytest.mark.parametrize("name", ["baseline", "routing-only"])
-def test_fair_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
-    from rapier_app.core.workload import synthetic
-    from rapier_app.scheduling import make_scheduler
-    from rapier_app.sim import simulate
-    from topologies import build_topology
-
-    topo = build_topology("fattree:4")
-    out = []
-    for enabled in (True, False):
-        monkeypatch.setattr(kernels, "ENABLED", enabled)
-        cfs = synthetic(topo, 25, 12, 0.02, "pareto:0.5,1.3", seed=3)
-        res = simulate(topo, cfs, make_scheduler(name, topo))
-        out.append([(c.coflow_id, c.cct_s.hex()) for c in res.coflows])
-    assert out[0] == out[1]

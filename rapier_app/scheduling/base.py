@@ -104,6 +104,18 @@ class Scheduler:
         """Decide paths and rates for every active flow of ``coflows`` at ``now`` (s)."""
         raise NotImplementedError
 
+    @staticmethod
+    def group_finished(store: Dict[str, List[FlowState]], flows: Sequence[FlowState]) -> None:
+        """Append each of ``flows`` to ``store[its coflow_id]`` (a list per coflow):
+        the bookkeeping of :meth:`flows_finished` for schemes that drop finished
+        flows from cached per-coflow views by position (issue 16)."""
+        for f in flows:
+            lst = store.get(f.coflow_id)
+            if lst is None:
+                store[f.coflow_id] = [f]
+            else:
+                lst.append(f)
+
     def flows_finished(self, flows: Sequence[FlowState]) -> None:
         """Hook: ``flows`` finished since the last :meth:`schedule` call.  The
         simulator and the controller call it before the next decision; schemes that

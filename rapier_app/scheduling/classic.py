@@ -90,13 +90,7 @@ class _Routed(Scheduler):
         coflow, so that :meth:`_active_routes` drops them from a coflow's cached
         view by position (bisection on ``FlowState._ord``) instead of reading every
         active flow's ``finish_s`` (issue 16: the giants finish one flow at a time)."""
-        fin = self._finished
-        for f in flows:
-            lst = fin.get(f.coflow_id)
-            if lst is None:
-                fin[f.coflow_id] = [f]
-            else:
-                lst.append(f)
+        self.group_finished(self._finished, flows)
 
     def _finished_mask(self, cid: str, fl: list, idx: Optional[np.ndarray],
                        n_act: int) -> Optional[np.ndarray]:

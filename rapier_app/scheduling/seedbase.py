@@ -493,13 +493,7 @@ class _SeedScheduler(Scheduler):
         per coflow, so :meth:`group` drops them from the cached group without
         reading every flow's ``finish_s`` (O(finished) instead of O(active) Python
         work per decision; issue 16)."""
-        fin = self._finished
-        for f in flows:
-            lst = fin.get(f.coflow_id)
-            if lst is None:
-                fin[f.coflow_id] = [f]
-            else:
-                lst.append(f)
+        self.group_finished(self._finished, flows)
 
     @staticmethod
     def _positions(g: _Group, fin: List[FlowState]) -> Optional[np.ndarray]:
