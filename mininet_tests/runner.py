@@ -858,6 +858,16 @@ class Emulation:
         reported: Dict[str, float] = {}
         timeline: List[dict] = []
         next_poll = 0.0
+
+        def receiver_line(fid: str, fileobj) -> None:
+            # a receiver's one line: "done <bytes> <t>" -> report the flow finished
+            line = fileobj.readline().decode(errors="replace").split()
+            sel.unregister(fileobj)
+            if (report_done and self.start_controller and len(line) == 3
+                    and line[0] == "done" and int(line[1]) == procs[fid][3]):
+                self.report_done(*index[fid])
+                reported[fid] = time.time() - t0
+
         try:
             while pending:
                 now = time.time()
@@ -868,17 +878,16 @@ class Emulation:
                 wait = 0.05 if not arrivals else \
                     min(0.05, max(t0 + arrivals[0].arrival_s - now, 0.0))
                 for key, _ in sel.select(wait):
-                    fid = key.data
-                    line = key.fileobj.readline().decode(errors="replace").split()
-                    sel.unregister(key.fileobj)
-                    if (report_done and self.start_controller and len(line) == 3
-                            and line[0] == "done" and int(line[1]) == procs[fid][3]):
-                        self.report_done(*index[fid])
-                        reported[fid] = time.time() - t0
+                    receiver_line(key.data, key.fileobj)
                 for fid in list(pending):
                     rp = pending[fid][0]
                     if rp.poll() is None:
                         continue
+                    if fid not in reported and rp.stdout in sel.get_map():
+                        # it exited between the select and the poll: its line is in
+                        # the pipe still (without this its flow was never reported,
+                        # and the controller kept the coflow active)
+                        receiver_line(fid, rp.stdout)
                     if rp.returncode != 0:
                         raise EmulationError(f"flow {fid}: receiver exited {rp.returncode}: "
                                              f"{rp.stderr.read().decode(errors='replace')[-500:]}")
