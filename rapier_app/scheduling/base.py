@@ -12,6 +12,7 @@ controller's configuration can select them by name.
 
 from __future__ import annotations
 
+import operator
 import zlib
 from typing import Callable, Dict, List, Optional, Sequence, Type
 
@@ -115,6 +116,19 @@ class Scheduler:
                 store[f.coflow_id] = [f]
             else:
                 lst.append(f)
+
+    @staticmethod
+    def finished_positions(ords: np.ndarray, flows: Sequence[FlowState],
+                           fin: Sequence[FlowState]) -> Optional[np.ndarray]:
+        """Positions in ``flows`` (whose orders in their coflow, ``FlowState._ord``,
+        are the increasing ``ords``) of the flows ``fin``, found by bisection, or
+        None when one of them is not there (the caller then scans)."""
+        want = np.fromiter((f._ord for f in fin), np.int64, len(fin))
+        pos = np.searchsorted(ords, want)
+        if (pos >= len(flows)).any() or not all(
+                map(operator.is_, map(flows.__getitem__, pos.tolist()), fin)):
+            return None
+        return pos
 
     def flows_finished(self, flows: Sequence[FlowState]) -> None:
         """Hook: ``flows`` finished since the last :meth:`schedule` call.  The

@@ -28,7 +28,6 @@ BITS = 8.0
 
 
 _FINISH = operator.attrgetter("finish_s")
-_ORD = operator.attrgetter("_ord")
 _SENT = operator.attrgetter("bytes_sent")
 
 
@@ -101,10 +100,8 @@ class _Routed(Scheduler):
         fin = self._finished.pop(cid, None)
         if not fin or idx is None or len(fin) != len(fl) - n_act:
             return None
-        want = np.fromiter(map(_ORD, fin), np.int64, len(fin))
-        pos = np.searchsorted(idx, want)
-        if (pos >= len(fl)).any() or not all(
-                map(operator.is_, map(fl.__getitem__, pos.tolist()), fin)):
+        pos = self.finished_positions(idx, fl, fin)
+        if pos is None:
             return None
         mask = np.ones(len(fl), dtype=bool)
         mask[pos] = False

@@ -52,6 +52,18 @@ def _jit(fn):
 
 
 @_jit
+def _keep_counted(ids, n, cnt):  # pragma: no cover - compiled
+    """Keep, in order, the first ``n`` entries of ``ids`` (link ids) whose ``cnt`` is
+    still positive, compacted to the front; returns how many were kept."""
+    m = 0
+    for u in range(n):
+        if cnt[ids[u]] > 0:
+            ids[m] = ids[u]
+            m += 1
+    return m
+
+
+@_jit
 def _csr(P, lo, hi, nl):  # pragma: no cover - compiled
     """Rows ``lo..hi-1`` of ``P`` grouped by link (counting sort): the rows (offsets
     from ``lo``) of link l are ``rows[lptr[l]:lptr[l+1]]``, in increasing order."""
@@ -168,12 +180,7 @@ def _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows):  # pragma: no co
             was_sat[lk] = s
         cnt[nl - 1] = 0.0
         if froze:  # drop the links left without active flows
-            m = 0
-            for u in range(nu):
-                if cnt[ul[u]] > 0:
-                    ul[m] = ul[u]
-                    m += 1
-            nu = m
+            nu = _keep_counted(ul, nu, cnt)
     return 0
 
 
@@ -408,6 +415,19 @@ def demand_kernel(P, gptr, rem_bits, nlinks, out):  # pragma: no cover - compile
 
 
 @_jit
+def _take_link(lk, lptr, rows, active, stamp, it, newly, m):  # pragma: no cover
+    """Append to ``newly[m:]`` the active flows of link ``lk`` (CSR ``lptr``/``rows``)
+    not yet taken in iteration ``it`` (``stamp``); returns the new count."""
+    for p in range(lptr[lk], lptr[lk + 1]):
+        i = rows[p]
+        if active[i] and stamp[i] != it:
+            stamp[i] = it
+            newly[m] = i
+            m += 1
+    return m
+
+
+@_jit
 def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - compiled
     """Unweighted max-min fair rates without demands, the compiled twin of
     :func:`.base.max_min_fair_flat` (progressive filling with incremental
@@ -509,19 +529,9 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
             lk = live[q]
             residual[lk] -= inc * wl[lk]
             if residual[lk] <= tol[lk]:
-                for p in range(lptr[lk], lptr[lk + 1]):
-                    i = rows[p]
-                    if active[i] and stamp[i] != it:
-                        stamp[i] = it
-                        newly[m] = i
-                        m += 1
+                m = _take_link(lk, lptr, rows, active, stamp, it, newly, m)
         if m == 0:  # numerical guard: the flows of the first link of least share
-            for p in range(lptr[jmin], lptr[jmin + 1]):
-                i = rows[p]
-                if active[i] and stamp[i] != it:
-                    stamp[i] = it
-                    newly[m] = i
-                    m += 1
+            m = _take_link(jmin, lptr, rows, active, stamp, it, newly, m)
         for q in range(m):
             i = newly[q]
             rate[i] = level
@@ -539,10 +549,5 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
                     residual[lk] = np.inf
                     gone += 1
         if gone:
-            k = 0
-            for q in range(nlive):
-                if cnt[live[q]] > 0:
-                    live[k] = live[q]
-                    k += 1
-            nlive = k
+            nlive = _keep_counted(live, nlive, cnt)
     return 0

@@ -503,14 +503,7 @@ class _SeedScheduler(Scheduler):
         ords = g.ords
         if ords is None:
             ords = g.ords = np.fromiter(map(_ORD, g.flows), np.int64, g.n)
-        want = np.fromiter(map(_ORD, fin), np.int64, len(fin))
-        pos = np.searchsorted(ords, want)
-        if (pos >= g.n).any():
-            return None
-        flows = g.flows
-        if not all(map(is_, map(flows.__getitem__, pos.tolist()), fin)):
-            return None
-        return pos
+        return _SeedScheduler.finished_positions(ords, g.flows, fin)
 
     def flow_sent(self, g: _Group) -> np.ndarray:
         """Bytes sent by each of ``g``'s active flows (float array): read from the
