@@ -35,6 +35,7 @@ TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abs
 SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia-immediate",
               "sincronia-maxmin", "scheduling-only", "scheduling-only@coflow",
               "scheduling-only@before12", "rapier", "rapier@before12", "rapier-bssi",
+              "rapier-bssi@bssi-order",
               "rapier-isolated", "routing-only", "baseline"]
 TOPOLOGIES = ["bigswitch:150", "fattree:10"]
 
@@ -64,7 +65,9 @@ def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
     """Run rapier-sim for one scheduler on one topology into ``out``;
     ``NAME@flow`` / ``NAME@coflow`` runs NAME with ``--reschedule flow|coflow``.
     (A run folder ``NAME@before12`` holds a run of NAME made before issue 12, when
-    RAPIER and Varys decided at coflow events only; it is merged, never run.)
+    RAPIER and Varys decided at coflow events only; ``rapier-bssi@bssi-order`` a run
+    of rapier-bssi's BSSI-only order, ``--param rapier-bssi.order=bssi``, its
+    default before issue 12's ``order="best"``; both are merged, never run.)
 
     Raises:
         SystemExit: rapier-sim exits non-zero or the variant is unknown.
@@ -208,7 +211,7 @@ def table(out: str, topologies: List[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-CORE = ["rapier", "rapier-bssi", "scheduling-only", "routing-only", "baseline",
+CORE = ["rapier", "rapier-bssi", "rapier-bssi@bssi-order", "scheduling-only", "routing-only", "baseline",
         "rapier@before12", "scheduling-only@before12"]
 
 
