@@ -13,6 +13,10 @@
 #   below, one process per fabric with its own --out (results/sweeps/parts/F),
 #   whose runs.csv rows were then appended to results/sweeps/runs.csv, followed by
 #   `rapier-experiment report --out results/sweeps`;
+#   the issue-12 rerun first covered width 16-512, number 10 and 50, interval
+#   0, 0.4 and 0.8 only; on 2026-11-24 the rapier-bssi rows were rerun with its
+#   order="best" default and scheduling-only, rapier-bssi and rapier were run at
+#   number 20,30,40 and interval 0.1,0.2,0.6 (SCHEMES=... with those --values);
 # - the seed schedulers (Figs. 5 and 6, seed 1): unchanged (last two commands);
 # - rapier-spread's old rows were removed: its ECMP rule is now rapier's default
 #   tie-break (tie_break="spread").
