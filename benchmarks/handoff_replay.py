@@ -1,0 +1,126 @@
+"""Replay an emulated run's workload in the simulator with a hand-off delay (issue 13).
+
+Usage::
+
+    python benchmarks/handoff_replay.py OUT/run-rapier.json DELAY_S [DELAY_S ...]
+
+``OUT`` is a ``rapier-emulate --out`` folder (its ``summary.json`` gives the
+topology, the planned link rate and the goodput factor).  The workload is the run's
+coflows (flow ids, hosts, sizes, destination ports and the arrivals as emulated).
+With DELAY_S > 0 the scheduler is wrapped so that every rate *raise* (and every new
+flow) takes effect DELAY_S seconds after the decision that made it, while rate
+decreases apply at once (so no link is ever above capacity): a model of the time
+from a flow's completion to the raised rate being in force on the wire (report,
+decision, push to the agent, TCP ramp-up; ``benchmarks/emulation_handoff.py``
+measures it).  Prints the simulated average CCT (s) per delay beside the run's
+emulated average and the published (zero-delay) simulated one.
+
+This is an analysis tool, not a simulator mode: the wrapper is not used by
+``rapier-sim``.  Raises ``SystemExit`` on a file that is not a run file.
+"""
+
+import json
+import os
+import sys
+
+from rapier_app.core.model import Allocation, Schedule, make_coflow
+
+
+class HandoffDelay:
+    """Wraps a scheduler: raises and new flows take effect ``delay_s`` s late."""
+
+    volatile_schedules = False
+
+    def __init__(self, inner, delay_s: float):
+        self.inner, self.d = inner, float(delay_s)
+        self.applied = {}   # flow id -> (path, rate bit/s) last returned
+        self.pending = {}   # flow id -> (time s, path, rate bit/s) not yet in force
+
+    def __getattr__(self, k):
+        return getattr(self.inner, k)
+
+    @property
+    def reads_progress(self):
+        return self.inner.reads_progress
+
+    def flows_finished(self, *a, **k):
+        return self.inner.flows_finished(*a, **k)
+
+    def schedule(self, now, states):
+        """The inner schedule with raises held back (module docstring)."""
+        tgt = self.inner.schedule(now, states).allocations
+        out, pend = {}, {}
+        for fid, a in tgt.items():
+            old = self.applied.get(fid)
+            due = self.pending.get(fid)
+            if old is None:                       # a new flow waits for its push
+                t = due[0] if due else now + self.d
+                rate = a.rate_bps if t <= now + 1e-12 else 0.0
+                out[fid] = Allocation(a.path, rate)
+            else:
+                op, orate = old
+                moved = tuple(a.path) != tuple(op)
+                if a.rate_bps <= orate + 1e-9:
+                    out[fid] = Allocation(a.path, a.rate_bps)
+                    continue
+                t = due[0] if due else now + self.d
+                if t <= now + 1e-12:
+                    out[fid] = Allocation(a.path, a.rate_bps)
+                else:
+                    out[fid] = Allocation(a.path, min(orate, a.rate_bps) if moved else orate)
+            if out[fid].rate_bps < a.rate_bps:
+                pend[fid] = (t, a.path, a.rate_bps)
+        self.pending = pend
+        self.applied = {fid: (a.path, a.rate_bps) for fid, a in out.items()}
+        return Schedule(out)
+
+    def next_wakeup(self, now):
+        """The next pending raise (or the inner scheduler's own wake-up)."""
+        ts = [t for t, _, _ in self.pending.values() if t > now]
+        w = self.inner.next_wakeup(now)
+        if w is not None:
+            ts.append(w)
+        return min(ts) if ts else None
+
+
+def replay(path: str, delays):
+    """[(delay s, simulated average CCT s)], emulated average, published simulated."""
+    from mininet_tests.workloads import sim_topology
+    from rapier_app.scheduling import load_all, make_scheduler
+    from rapier_app.sim.simulator import Simulator
+
+    with open(path) as fh:
+        run = json.load(fh)
+    if "coflows" not in run or "scheduler" not in run:
+        raise SystemExit(f"{path}: not a rapier-emulate run-*.json")
+    with open(os.path.join(os.path.dirname(path), "summary.json")) as fh:
+        summ = json.load(fh)["results"][run["scheduler"]]
+    cfs = []
+    for c in run["coflows"]:
+        fl = sorted(c["flows"], key=lambda f: int(f["flow_id"].split("/")[1]))
+        cfs.append(make_coflow(c["coflow_id"], c["arrival_s"],
+                               [(f["src"], f["dst"], f["size_bytes"]) for f in fl],
+                               dst_ports=[f["dst_port"] for f in fl]))
+    cfs.sort(key=lambda c: c.arrival_s)
+    load_all()
+    topo = sim_topology(summ["topology"], summ["planned_link_bps"], summ["goodput"])
+    out = []
+    for d in delays:
+        s = make_scheduler(run["scheduler"], topo, seed=0)
+        res = Simulator(topo, cfs, HandoffDelay(s, d) if d > 0 else s).run()
+        c = [r.cct_s for r in res.coflows]
+        out.append((d, sum(c) / len(c)))
+    return run["scheduler"], out, summ["avg_cct_s"], summ["sim_avg_cct_s"]
+
+
+def main(argv) -> int:
+    if len(argv) < 2:
+        raise SystemExit(__doc__.split("\n\n")[1])
+    name, rows, emu, sim = replay(argv[0], [float(x) for x in argv[1:]])
+    cells = ", ".join(f"{d:g} s -> {a:.3f}" for d, a in rows)
+    print(f"{name}: emulated {emu:.3f} s, simulated {sim:.3f} s; with a hand-off delay: {cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
