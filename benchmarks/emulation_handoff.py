@@ -17,8 +17,8 @@ Usage::
 
 The sum of the two is the time a hand-off (a flow or coflow finishing, its
 bandwidth given to the next one) leaves that bandwidth unused; the simulator hands
-it over in zero time.  Raises ``SystemExit`` on a file without a schedule
-timeline.
+it over in zero time.  Raises ``SystemExit`` naming the run file when it is
+missing, not JSON, or has no coflows or schedule timeline.
 """
 
 import json
@@ -66,9 +66,16 @@ def _q(v, p):
 
 
 def main(argv) -> int:
+    if not argv:
+        raise SystemExit("usage: emulation_handoff.py OUT/run-NAME.json [...]")
     for path in argv:
-        with open(path) as fh:
-            run = json.load(fh)
+        try:
+            with open(path) as fh:
+                run = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"run file: {path}: {exc}")
+        if not isinstance(run, dict) or "coflows" not in run:
+            raise SystemExit(f"run file: {path}: not a rapier-emulate run-*.json (no coflows)")
         h = handoff(run)
         a, b = h["to_decision_s"], h["to_rate_s"]
         print(f"{run.get('scheduler', path)}: {len(a)} completions, completion -> decision "

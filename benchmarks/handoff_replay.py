@@ -16,7 +16,9 @@ measures it).  Prints the simulated average CCT (s) per delay beside the run's
 emulated average and the published (zero-delay) simulated one.
 
 This is an analysis tool, not a simulator mode: the wrapper is not used by
-``rapier-sim``.  Raises ``SystemExit`` on a file that is not a run file.
+``rapier-sim``.  Raises ``SystemExit`` naming the argument on a missing or
+unreadable run file, a file that is not a run file, or a delay that is not a
+number >= 0.
 """
 
 import json
@@ -89,9 +91,12 @@ def replay(path: str, delays):
     from rapier_app.scheduling import load_all, make_scheduler
     from rapier_app.sim.simulator import Simulator
 
-    with open(path) as fh:
-        run = json.load(fh)
-    if "coflows" not in run or "scheduler" not in run:
+    try:
+        with open(path) as fh:
+            run = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"run file: {path}: {exc}")
+    if not isinstance(run, dict) or "coflows" not in run or "scheduler" not in run:
         raise SystemExit(f"{path}: not a rapier-emulate run-*.json")
     with open(os.path.join(os.path.dirname(path), "summary.json")) as fh:
         summ = json.load(fh)["results"][run["scheduler"]]
@@ -115,8 +120,17 @@ def replay(path: str, delays):
 
 def main(argv) -> int:
     if len(argv) < 2:
-        raise SystemExit(__doc__.split("\n\n")[1])
-    name, rows, emu, sim = replay(argv[0], [float(x) for x in argv[1:]])
+        raise SystemExit("usage: handoff_replay.py OUT/run-NAME.json DELAY_S [DELAY_S ...]")
+    delays = []
+    for x in argv[1:]:
+        try:
+            d = float(x)
+        except ValueError:
+            raise SystemExit(f"DELAY_S: not a number: {x!r}")
+        if not d >= 0:
+            raise SystemExit(f"DELAY_S: must be >= 0 s, got {x!r}")
+        delays.append(d)
+    name, rows, emu, sim = replay(argv[0], delays)
     cells = ", ".join(f"{d:g} s -> {a:.3f}" for d, a in rows)
     print(f"{name}: emulated {emu:.3f} s, simulated {sim:.3f} s; with a hand-off delay: {cells}")
     return 0

@@ -668,7 +668,7 @@ class RapierBSSI(Rapier):
     Why ``"best"``: measured on the first 300 coflows of the Facebook hour on
     ``bigswitch:150``, BSSI alone averages 26.80 s against rapier's 25.38 s (BSSI
     ranks by the most loaded port only and often puts a short coflow behind a long
-    one there); the lowest-cost order of the three averages 24.97 s (docs/evaluation.md).
+    one there); the lowest-cost order of the three averages 24.97 s (docs/results.md).
 
     No starvation guard: the order is what Sincronia's 4-approximation (Theorem
     1) covers.  Args as :class:`Rapier`, plus ``wc`` (``"order"`` default, or
