@@ -15,8 +15,8 @@ decision, push to the agent, TCP ramp-up; ``benchmarks/emulation_handoff.py``
 measures it).  Prints the simulated average CCT (s) per delay beside the run's
 emulated average and the published (zero-delay) simulated one.
 
-This is an analysis tool, not a simulator mode: the wrapper is not used by
-``rapier-sim``.  Raises ``SystemExit`` naming the argument on a missing or
+The wrapper is :class:`rapier_app.sim.handoff.HandoffDelay`, the model behind
+``rapier-sim --handoff-delay`` and ``rapier-emulate --sim-handoff-delay``.  Raises ``SystemExit`` naming the argument on a missing or
 unreadable run file, a file that is not a run file, or a delay that is not a
 number >= 0.
 """
@@ -25,64 +25,8 @@ import json
 import os
 import sys
 
-from rapier_app.core.model import Allocation, Schedule, make_coflow
-
-
-class HandoffDelay:
-    """Wraps a scheduler: raises and new flows take effect ``delay_s`` s late."""
-
-    volatile_schedules = False
-
-    def __init__(self, inner, delay_s: float):
-        self.inner, self.d = inner, float(delay_s)
-        self.applied = {}   # flow id -> (path, rate bit/s) last returned
-        self.pending = {}   # flow id -> (time s, path, rate bit/s) not yet in force
-
-    def __getattr__(self, k):
-        return getattr(self.inner, k)
-
-    @property
-    def reads_progress(self):
-        return self.inner.reads_progress
-
-    def flows_finished(self, *a, **k):
-        return self.inner.flows_finished(*a, **k)
-
-    def schedule(self, now, states):
-        """The inner schedule with raises held back (module docstring)."""
-        tgt = self.inner.schedule(now, states).allocations
-        out, pend = {}, {}
-        for fid, a in tgt.items():
-            old = self.applied.get(fid)
-            due = self.pending.get(fid)
-            if old is None:                       # a new flow waits for its push
-                t = due[0] if due else now + self.d
-                rate = a.rate_bps if t <= now + 1e-12 else 0.0
-                out[fid] = Allocation(a.path, rate)
-            else:
-                op, orate = old
-                moved = tuple(a.path) != tuple(op)
-                if a.rate_bps <= orate + 1e-9:
-                    out[fid] = Allocation(a.path, a.rate_bps)
-                    continue
-                t = due[0] if due else now + self.d
-                if t <= now + 1e-12:
-                    out[fid] = Allocation(a.path, a.rate_bps)
-                else:
-                    out[fid] = Allocation(a.path, min(orate, a.rate_bps) if moved else orate)
-            if out[fid].rate_bps < a.rate_bps:
-                pend[fid] = (t, a.path, a.rate_bps)
-        self.pending = pend
-        self.applied = {fid: (a.path, a.rate_bps) for fid, a in out.items()}
-        return Schedule(out)
-
-    def next_wakeup(self, now):
-        """The next pending raise (or the inner scheduler's own wake-up)."""
-        ts = [t for t, _, _ in self.pending.values() if t > now]
-        w = self.inner.next_wakeup(now)
-        if w is not None:
-            ts.append(w)
-        return min(ts) if ts else None
+from rapier_app.core.model import make_coflow
+from rapier_app.sim.handoff import HandoffDelay
 
 
 def replay(path: str, delays):

@@ -12,7 +12,9 @@ CCTs (per coflow for up to 4 coflows, else average and p95 with the deviation) a
 RAPIER's improvement ``(avg_other - avg_rapier) / avg_other`` (Section V-A).
 ``--json`` prints one JSON object: for each scheduler ``{"coflows", "avg_cct_s",
 "p95_cct_s", "ccts_s", "sim_avg_cct_s", "sim_p95_cct_s", "sim_ccts_s", "wall_s",
-...}``.  ``--out`` (default ``rapier-emu-out``) receives ``summary.json``,
+...}``; with ``--sim-handoff-delay S`` also ``sim_handoff_avg_cct_s`` (and its p95
+and CCTs), the simulator with every rate raise S seconds late
+(:mod:`rapier_app.sim.handoff`).  ``--out`` (default ``rapier-emu-out``) receives ``summary.json``,
 ``timelines.json`` (per flow, every 0.1 s: the controller's rate and the bytes
 received, and the simulator's rate and bytes), ``run-<scheduler>.json``, and with
 ``--plot [COFLOW]`` one ``timeline-<scheduler>-<coflow>.png`` each.
@@ -41,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -145,7 +148,8 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
                  rto_min_ms: Optional[float] = None,
                  tsq_bytes: Optional[int] = None,
                  tcp_cc: Optional[str] = None,
-                 fair_queue: Optional[int] = None) -> dict:
+                 fair_queue: Optional[int] = None,
+                 sim_handoff_delay_s: float = 0.0) -> dict:
     """Emulate ``coflows`` on ``topology`` under one scheduler, and simulate them.
 
     Args:
@@ -172,6 +176,10 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
         tcp_cc: the senders' TCP congestion control (None: the machine's default).
         fair_queue: hashed FIFOs per switch port served round robin (None: one FIFO;
             :class:`mininet_tests.runner.Emulation`).
+        sim_handoff_delay_s: > 0: also simulate with every rate raise in force this
+            many seconds after its decision (:mod:`rapier_app.sim.handoff`), reported
+            as ``sim_handoff_avg_cct_s``, ``sim_handoff_p95_cct_s``,
+            ``sim_handoff_ccts_s`` and ``sim_handoff_delay_s``.
 
     Returns:
         ``{"coflows", "avg_cct_s", "p95_cct_s", "ccts_s", "sim_avg_cct_s",
@@ -228,6 +236,13 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
            "tcp_cc": tcp_cc, "fair_queue": fair_queue,
            "decision_delay_s": [c.decided_s - c.arrival_s for c in res.coflows
                                 if c.decided_s is not None]}
+    if sim_handoff_delay_s > 0:
+        hsim = simulate(topology, coflows, scheduler, float(opts["link_bps"]), goodput,
+                        seed=int(opts.get("seed", 0)), handoff_delay_s=sim_handoff_delay_s)
+        h_ccts = [float(x) for x in hsim.ccts]
+        out["sim_handoff_avg_cct_s"], out["sim_handoff_p95_cct_s"] = _summary(h_ccts)
+        out["sim_handoff_ccts_s"] = h_ccts
+        out["sim_handoff_delay_s"] = sim_handoff_delay_s
     out.update(extra or {})
     out["_run"] = res.to_dict()
     out["_sim_timelines"] = simulated_timelines(log, sizes)
@@ -286,14 +301,20 @@ def format_table(results: Dict[str, dict], title: str = "") -> str:
             lines.append(f"{name:<14}{cells}{r['avg_cct_s']:>9.2f} / {r['sim_avg_cct_s']:<6.2f}"
                          f"{r['wall_s']:>9.1f}")
     else:
+        hand = any("sim_handoff_avg_cct_s" in r for r in results.values())
         lines.append(f"{'scheduler':<18}{'coflows':>8}{'average':>18}{'deviation':>10}"
-                     f"{'p95':>18}{'wall s':>9}")
+                     f"{'p95':>18}{'wall s':>9}" + (f"{'hand-off sim':>14}{'dev.':>8}"
+                                                    if hand else ""))
         for name, r in results.items():
             dev = 100 * (r["avg_cct_s"] - r["sim_avg_cct_s"]) / r["sim_avg_cct_s"]
-            lines.append(f"{name:<18}{r['coflows']:>8}{r['avg_cct_s']:>9.2f} / "
-                         f"{r['sim_avg_cct_s']:<6.2f}{dev:>+9.1f}%"
-                         f"{r.get('p95_cct_s', float('nan')):>9.2f} / "
-                         f"{r.get('sim_p95_cct_s', float('nan')):<6.2f}{r['wall_s']:>9.1f}")
+            line = (f"{name:<18}{r['coflows']:>8}{r['avg_cct_s']:>9.2f} / "
+                    f"{r['sim_avg_cct_s']:<6.2f}{dev:>+9.1f}%"
+                    f"{r.get('p95_cct_s', float('nan')):>9.2f} / "
+                    f"{r.get('sim_p95_cct_s', float('nan')):<6.2f}{r['wall_s']:>9.1f}")
+            if "sim_handoff_avg_cct_s" in r:
+                h = r["sim_handoff_avg_cct_s"]
+                line += f"{h:>14.2f}{100 * (r['avg_cct_s'] - h) / h:>+7.1f}%"
+            lines.append(line)
     if "rapier" in results:
         ra = results["rapier"]
         for other in [o for o in results if o != "rapier"]:
@@ -426,6 +447,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--plot", nargs="?", const="", default=None, metavar="COFLOW",
                     help="draw one coflow's per-flow timelines beside the simulator's "
                          "(default: the first coflow)")
+    ap.add_argument("--sim-handoff-delay", type=float, default=0.0, metavar="S",
+                    help="also simulate with every rate raise in force S seconds after its "
+                         "decision (the controller-to-wire hand-off, rapier_app.sim.handoff; "
+                         "about 0.15 s measured here); reported as sim_handoff_avg_cct_s "
+                         "and a 'hand-off' column (default 0: not run)")
     ap.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     return ap
 
@@ -490,6 +516,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ap.error(f"--{field}: must be in (0, 1], got {v}")
     if not args.stats_interval > 0:
         ap.error(f"--stats-interval: must be positive, got {args.stats_interval}")
+    if not (args.sim_handoff_delay >= 0 and math.isfinite(args.sim_handoff_delay)):
+        ap.error(f"--sim-handoff-delay: must be a number of seconds >= 0, got "
+                 f"{args.sim_handoff_delay}")
     default_names = FABRIC_SCHEDULERS if fabric else SCHEDULERS
     names = [s.strip() for s in (args.schedulers or ",".join(default_names)).split(",")
              if s.strip()]
@@ -542,7 +571,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                              rto_min_ms=args.rto_min_ms,
                                              tsq_bytes=args.tsq_bytes,
                                              tcp_cc=args.tcp_cc,
-                                             fair_queue=args.fair_queue)
+                                             fair_queue=args.fair_queue,
+                                             sim_handoff_delay_s=args.sim_handoff_delay)
             except (EmulationError, OSError) as exc:
                 note(f"[rapier-emulate] {name}: FAILED: {exc}")
                 failed.append(name)
@@ -561,7 +591,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "headroom": args.headroom, "stats_interval_s": args.stats_interval,
             "queue_packets": args.queue_packets, "rto_min_ms": args.rto_min_ms,
             "tsq_bytes": args.tsq_bytes, "tcp_cc": args.tcp_cc,
-            "fair_queue": args.fair_queue,
+            "fair_queue": args.fair_queue, "sim_handoff_delay_s": args.sim_handoff_delay,
             "load_avg": list(os.getloadavg()),
             "arrivals_s": {c.coflow_id: c.arrival_s for c in coflows}}
     try:

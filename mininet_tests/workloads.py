@@ -176,7 +176,8 @@ def sim_topology(spec: str, link_bps: float, goodput: float):
 
 
 def simulate(spec: str, coflows: Sequence[CoflowSpec], scheduler: str, link_bps: float,
-             goodput: float, seed: int = 0, event_log: Optional[list] = None):
+             goodput: float, seed: int = 0, event_log: Optional[list] = None,
+             handoff_delay_s: float = 0.0):
     """Run the flow-level simulator on the emulation's workload and fabric.
 
     Args:
@@ -186,6 +187,8 @@ def simulate(spec: str, coflows: Sequence[CoflowSpec], scheduler: str, link_bps:
             (:data:`HEADER_GOODPUT` by default in the CLI).  seed: the scheduler seed
             (the controller's ``seed`` setting, 0 by default).  event_log: optional
             list filled with the simulator's EventRecords (for the timelines).
+            handoff_delay_s: rate raises take effect this many seconds after the
+            decision (:class:`rapier_app.sim.handoff.HandoffDelay`; 0: at once).
 
     Returns:
         rapier_app.sim.simulator.SimResult.
@@ -195,8 +198,12 @@ def simulate(spec: str, coflows: Sequence[CoflowSpec], scheduler: str, link_bps:
 
     load_all()
     topo = sim_topology(spec, link_bps, goodput)
-    sim = Simulator(topo, coflows, make_scheduler(scheduler, topo, seed=seed),
-                    record_flows=True, event_log=event_log)
+    sched = make_scheduler(scheduler, topo, seed=seed)
+    if handoff_delay_s > 0:
+        from rapier_app.sim.handoff import HandoffDelay
+
+        sched = HandoffDelay(sched, handoff_delay_s)
+    sim = Simulator(topo, coflows, sched, record_flows=True, event_log=event_log)
     return sim.run()
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import sys
 from typing import Dict, List, Optional
@@ -113,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "own (flow for all built-in ones; rapier, rapier-bssi and "
                         "scheduling-only run their full pass at coflow events and "
                         "work conservation alone at the other flow completions)")
+    p.add_argument("--handoff-delay", type=float, default=0.0, metavar="S",
+                   help="model a controller's hand-off: every rate raise (and new flow) "
+                        "takes effect S seconds after the decision, decreases at once "
+                        "(rapier_app.sim.handoff; 0 = the ideal controller, default; "
+                        "about 0.15 s measured in this project's emulation)")
+    p.add_argument("--handoff-jitter", type=float, default=0.0, metavar="S",
+                   help="with --handoff-delay: each raise waits a further uniform random "
+                        "0..S seconds (seeded by the try's seed)")
     p.add_argument("--max-paths", type=int, default=None,
                    help="cap K on candidate paths per host pair (default: the ECMP set)")
     p.add_argument("--seed", type=int, default=1, help="base seed; try i uses seed+i")
@@ -165,6 +174,11 @@ def check_options(args) -> None:
         raise UsageError(f"--max-paths: must be >= 1, got {args.max_paths}")
     if not 0 < getattr(args, "goodput", 1.0) <= 1:
         raise UsageError(f"--goodput: must be in (0, 1], got {args.goodput}")
+    for opt in ("handoff_delay", "handoff_jitter"):
+        v = getattr(args, opt, 0.0)
+        if not (v >= 0 and math.isfinite(v)):
+            raise UsageError(f"--{opt.replace('_', '-')}: must be a number of seconds >= 0, "
+                             f"got {v}")
     args.sizes = args.sizes or DEFAULT_SIZES
     args.placement = args.placement or "auto"
     args.scale = 1.0 if args.scale is None else args.scale
@@ -382,6 +396,10 @@ def run(args) -> dict:
             lower_bounds.append(lb)
         for n in names:
             sched = scheds.pop(n)
+            if getattr(args, "handoff_delay", 0.0) > 0 or getattr(args, "handoff_jitter", 0.0) > 0:
+                from .sim.handoff import HandoffDelay
+
+                sched = HandoffDelay(sched, args.handoff_delay, args.handoff_jitter, seed)
             log = [] if events_fh else None
             res = _simulate(n, i, args, topo, coflows, sched, csv_rows, show, log)
             if events_fh:
@@ -466,7 +484,9 @@ def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
                                               "scale")}
     header = {"scheduler": name, "try": i + 1, "seed": seed, "topology": topo.name,
               "work_conserving": declared_level(sched), "max_paths": args.max_paths,
-              "reschedule": args.reschedule, "workload": workload}
+              "reschedule": args.reschedule, "workload": workload,
+              "handoff_delay_s": getattr(args, "handoff_delay", 0.0),
+              "handoff_jitter_s": getattr(args, "handoff_jitter", 0.0)}
     write_run(fh, header, log, {r.coflow_id: r.cct_s for r in res.coflows})
 
 

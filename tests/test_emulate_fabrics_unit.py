@@ -91,6 +91,24 @@ def test_simulate_uses_goodput_capacity():
     assert res.ccts.tolist() == pytest.approx([1.6])
 
 
+def test_simulate_with_a_hand_off_delay():
+    # the same flow, its start (a raise from nothing) 0.25 s late: 1.85 s
+    cf = assign_ports([make_coflow("a", 0.0, [("h1", "h2", 1e6)])])
+    res = simulate("leafspine:2,2,1", cf, "baseline", 10e6, 0.5, handoff_delay_s=0.25)
+    assert res.ccts.tolist() == pytest.approx([1.85])
+
+
+def test_table_shows_the_hand_off_column_when_simulated():
+    from mininet_tests.emulate import format_table
+
+    r = {"coflows": 8, "avg_cct_s": 4.2, "sim_avg_cct_s": 3.75, "p95_cct_s": 7.0,
+         "sim_p95_cct_s": 6.9, "wall_s": 30.0}
+    assert "hand-off" not in format_table({"rapier": dict(r)}, "t")
+    text = format_table({"rapier": dict(r, sim_handoff_avg_cct_s=4.0)}, "t")
+    assert "hand-off sim" in text
+    assert "4.00   +5.0%" in text
+
+
 def test_emulated_timelines_interpolate_bytes_and_step_rates():
     run = {"schedule_timeline": [
         {"t_s": 0.05, "allocations": {"a/0": {"path": ["h1"], "rate_bps": 8e6}}},
@@ -171,6 +189,8 @@ def test_sender_waits_on_a_fifo_and_receiver_announces_done(tmp_path):
      "--fair-queue: buckets: must be a power of two"),
     (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--tcp-cc", "nosuch"],
      "--tcp-cc: 'nosuch' is not one of"),
+    (["--topology", "fattree:4", "--synthetic", "4,4,0.5", "--sim-handoff-delay", "-0.1"],
+     "--sim-handoff-delay: must be a number of seconds >= 0"),
 ])
 def test_emulate_refuses_bad_arguments_naming_them(capsys, argv, msg):
     from mininet_tests.emulate import main
