@@ -29,11 +29,16 @@ from rapier_app.core.model import make_coflow
 from rapier_app.sim.handoff import HandoffDelay
 
 
-def replay(path: str, delays):
-    """[(delay s, simulated average CCT s)], emulated average, published simulated."""
+def load_run(path: str):
+    """``(simulator topology, coflows, summary entry)`` of a ``rapier-emulate`` run
+    file: the emulated workload (flow ids, hosts, sizes, destination ports, arrivals)
+    on the simulator's fabric at the run's planned rate and goodput.
+
+    Raises:
+        SystemExit: a missing or unreadable file, or not a run file (names it).
+    """
     from mininet_tests.workloads import sim_topology
-    from rapier_app.scheduling import load_all, make_scheduler
-    from rapier_app.sim.simulator import Simulator
+    from rapier_app.scheduling import load_all
 
     try:
         with open(path) as fh:
@@ -42,8 +47,11 @@ def replay(path: str, delays):
         raise SystemExit(f"run file: {path}: {exc}")
     if not isinstance(run, dict) or "coflows" not in run or "scheduler" not in run:
         raise SystemExit(f"{path}: not a rapier-emulate run-*.json")
-    with open(os.path.join(os.path.dirname(path), "summary.json")) as fh:
-        summ = json.load(fh)["results"][run["scheduler"]]
+    try:
+        with open(os.path.join(os.path.dirname(path), "summary.json")) as fh:
+            summ = json.load(fh)["results"][run["scheduler"]]
+    except (OSError, ValueError, KeyError) as exc:
+        raise SystemExit(f"summary.json beside {path}: {exc}")
     cfs = []
     for c in run["coflows"]:
         fl = sorted(c["flows"], key=lambda f: int(f["flow_id"].split("/")[1]))
@@ -53,13 +61,23 @@ def replay(path: str, delays):
     cfs.sort(key=lambda c: c.arrival_s)
     load_all()
     topo = sim_topology(summ["topology"], summ["planned_link_bps"], summ["goodput"])
+    return topo, cfs, summ
+
+
+def replay(path: str, delays):
+    """[(delay s, simulated average CCT s)], emulated average, published simulated."""
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.sim.simulator import Simulator
+
+    topo, cfs, summ = load_run(path)
+    name = json.load(open(path))["scheduler"]
     out = []
     for d in delays:
-        s = make_scheduler(run["scheduler"], topo, seed=0)
+        s = make_scheduler(name, topo, seed=0)
         res = Simulator(topo, cfs, HandoffDelay(s, d) if d > 0 else s).run()
         c = [r.cct_s for r in res.coflows]
         out.append((d, sum(c) / len(c)))
-    return run["scheduler"], out, summ["avg_cct_s"], summ["sim_avg_cct_s"]
+    return name, out, summ["avg_cct_s"], summ["sim_avg_cct_s"]
 
 
 def main(argv) -> int:
