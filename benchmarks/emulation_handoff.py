@@ -13,7 +13,9 @@ Usage::
   its previous one (from 0 included), the time (s) until one of the flow's 100 ms
   ``received`` samples ending after the decision carries at least 80 % of the new
   rate x the run's goodput factor.  The sample may start before the decision, so
-  the figure is an upper bound, at 100 ms resolution.
+  the figure is an upper bound, at 100 ms resolution.  Split by kind: ``start`` (the
+  flow's first allocation), ``resume`` (from a rate of 0: a paused flow, held at
+  the agent's floor) and ``raise`` (from a positive rate).
 
 The sum of the two is the time a hand-off (a flow or coflow finishing, its
 bandwidth given to the next one) leaves that bandwidth unused; the simulator hands
@@ -41,10 +43,12 @@ def handoff(run: dict) -> dict:
     good = run.get("goodput") or 1.0
     prev: dict = {}
     to_rate = []
+    kinds = {"start": [], "resume": [], "raise": []}
     for d in tl:
         t = d["t_s"]
         for fid, a in d["allocations"].items():
             new, old = a["rate_bps"], prev.get(fid, 0.0)
+            kind = "start" if fid not in prev else ("resume" if old <= 0 else "raise")
             prev[fid] = new
             f = flows.get(fid)
             if f is None or new <= 0 or new < 1.5 * max(old, 1.0):
@@ -57,8 +61,10 @@ def handoff(run: dict) -> dict:
                     break
                 if (b2 - b1) * 8 / (t2 - t1) >= 0.8 * new * good:
                     to_rate.append(t2 - t)
+                    kinds[kind].append(t2 - t)
                     break
-    return {"to_decision_s": to_decision, "to_rate_s": to_rate}
+    return {"to_decision_s": to_decision, "to_rate_s": to_rate,
+            **{f"to_rate_{k}_s": v for k, v in kinds.items()}}
 
 
 def _q(v, p):
@@ -82,6 +88,10 @@ def main(argv) -> int:
               f"median {statistics.median(a) if a else float('nan'):.3f} s, p90 {_q(a, .9):.3f} s; "
               f"{len(b)} rate raises, decision -> 80 % of the rate median "
               f"{statistics.median(b) if b else float('nan'):.3f} s, p90 {_q(b, .9):.3f} s")
+        for k in ("start", "resume", "raise"):
+            v = h[f"to_rate_{k}_s"]
+            print(f"    {k:7s} {len(v):4d} raises, median "
+                  f"{statistics.median(v) if v else float('nan'):.3f} s, p90 {_q(v, .9):.3f} s")
     return 0
 
 

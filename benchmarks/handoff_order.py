@@ -16,7 +16,10 @@ average CCT (mean, standard deviation, min, max over the seeds; seconds), the
 simulator's zero-delay figure, and the share of (A run, B run) pairs, all
 ``seeds x seeds`` of them, in which A's average CCT is below B's: the chance that
 one emulated run of each puts A first if the hand-off were the only noise, and its
-cube, the chance of "3 runs out of 3".
+cube, the chance of "3 runs out of 3".  Also prints, per scheduler without a delay,
+the largest utilisation of any fabric link (a link with no host at either end):
+when it stays well below 1 only the host links bind and routing cannot separate
+the two schedulers.
 
 Raises ``SystemExit`` naming the argument on a missing run file or a bad number.
 """
@@ -28,6 +31,30 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from handoff_replay import load_run  # noqa: E402
+
+
+def fabric_utilisation(topo, cfs, name: str) -> float:
+    """Largest load / capacity over the simulated run of ``name`` (no delay) on any
+    link with no host at either end, over every decision's rates."""
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.sim.simulator import Simulator
+
+    log: list = []
+    Simulator(topo, cfs, make_scheduler(name, topo, seed=0), event_log=log).run()
+    hosts = set(topo.hosts)
+    cap = {(u, v): d["capacity_bps"] for u, v, d in topo.graph.edges(data=True)}
+    top = 0.0
+    for ev in log:
+        load: dict = {}
+        for path, rate in zip(ev.paths, ev.rates_bps):
+            if path is None or rate <= 0:
+                continue
+            for e in zip(path[:-1], path[1:]):
+                if e[0] not in hosts and e[1] not in hosts:
+                    load[e] = load.get(e, 0.0) + float(rate)
+        for e, v in load.items():
+            top = max(top, v / cap[e])
+    return top
 
 
 def main(argv) -> int:
@@ -50,6 +77,8 @@ def main(argv) -> int:
     avgs = {}
     for name in (args.a, args.b):
         topo, cfs, summ = load_run(os.path.join(args.out, f"run-{name}.json"))
+        print(f"{name}: largest fabric-link utilisation without a delay "
+              f"{fabric_utilisation(topo, cfs, name):.3f}")
         got = []
         for seed in range(args.seeds):
             s = HandoffDelay(make_scheduler(name, topo, seed=0), args.delay, args.jitter, seed)

@@ -14,10 +14,11 @@ RAPIER's improvement ``(avg_other - avg_rapier) / avg_other`` (Section V-A).
 "p95_cct_s", "ccts_s", "sim_avg_cct_s", "sim_p95_cct_s", "sim_ccts_s", "wall_s",
 ...}``; with ``--sim-handoff-delay S`` also ``sim_handoff_avg_cct_s`` (and its p95
 and CCTs), the simulator with every rate raise S seconds late
-(:mod:`rapier_app.sim.handoff`).  ``--out`` (default ``rapier-emu-out``) receives ``summary.json``,
-``timelines.json`` (per flow, every 0.1 s: the controller's rate and the bytes
-received, and the simulator's rate and bytes), ``run-<scheduler>.json``, and with
-``--plot [COFLOW]`` one ``timeline-<scheduler>-<coflow>.png`` each.
+(:mod:`rapier_app.sim.handoff`; not for the unenforced ``baseline``).  ``--out``
+(default ``rapier-emu-out``) receives ``summary.json``, ``timelines.json`` (per
+flow, every 0.1 s: the controller's rate and the bytes received, and the
+simulator's rate and bytes), ``run-<scheduler>.json``, and with ``--plot [COFLOW]``
+one ``timeline-<scheduler>-<coflow>.png`` each.
 
 Scaling (these machines run Open vSwitch in userspace on 2 cores): links run at
 ``--link-mbps`` (default 10 Mbit/s) and flow sizes are multiplied by ``--scale``
@@ -179,7 +180,9 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
         sim_handoff_delay_s: > 0: also simulate with every rate raise in force this
             many seconds after its decision (:mod:`rapier_app.sim.handoff`), reported
             as ``sim_handoff_avg_cct_s``, ``sim_handoff_p95_cct_s``,
-            ``sim_handoff_ccts_s`` and ``sim_handoff_delay_s``.
+            ``sim_handoff_ccts_s`` and ``sim_handoff_delay_s``.  Not for ``baseline``
+            (no enforcing agents: nothing is handed off; its figures are the plain
+            simulator's).
 
     Returns:
         ``{"coflows", "avg_cct_s", "p95_cct_s", "ccts_s", "sim_avg_cct_s",
@@ -237,12 +240,15 @@ def run_workload(scheduler: str, topology: str, coflows: Sequence, link_mbps: fl
            "decision_delay_s": [c.decided_s - c.arrival_s for c in res.coflows
                                 if c.decided_s is not None]}
     if sim_handoff_delay_s > 0:
+        # an unenforced run (baseline) has no rates to hand off: TCP takes freed
+        # capacity within round trips, so its model is the plain simulation
         hsim = simulate(topology, coflows, scheduler, float(opts["link_bps"]), goodput,
-                        seed=int(opts.get("seed", 0)), handoff_delay_s=sim_handoff_delay_s)
+                        seed=int(opts.get("seed", 0)),
+                        handoff_delay_s=sim_handoff_delay_s if enforce else 0.0)
         h_ccts = [float(x) for x in hsim.ccts]
         out["sim_handoff_avg_cct_s"], out["sim_handoff_p95_cct_s"] = _summary(h_ccts)
         out["sim_handoff_ccts_s"] = h_ccts
-        out["sim_handoff_delay_s"] = sim_handoff_delay_s
+        out["sim_handoff_delay_s"] = sim_handoff_delay_s if enforce else 0.0
     out.update(extra or {})
     out["_run"] = res.to_dict()
     out["_sim_timelines"] = simulated_timelines(log, sizes)
