@@ -9,7 +9,8 @@ first) ``small`` takes both uplinks when it arrives: simulated, it finishes abou
 0.5 s after it arrives and ``big`` about 2.7 s after it does.  Times are not
 asserted, only completion, the order of the finishes, agreement with the
 simulator's order, and that no coflow took less than 90 % of its simulated time
-(real transfers, not a shortcut).  About 40 s per fabric.
+(real transfers, not a shortcut); the hand-off model (``sim_handoff_delay_s``) is
+run beside it.  About 40 s per fabric.
 """
 
 import pytest
@@ -37,7 +38,8 @@ def two_coflows(senders, receivers):
 ])
 def test_small_coflow_overtakes_and_everything_completes(ovs, topology, senders, receivers):
     coflows = two_coflows(senders, receivers)
-    r = run_workload("rapier", topology, coflows, link_mbps=10.0, timeout_s=60)
+    r = run_workload("rapier", topology, coflows, link_mbps=10.0, timeout_s=60,
+                     sim_handoff_delay_s=0.15)
     print(f"{topology}: emulated {dict(zip(r['coflow_ids'], r['ccts_s']))}, simulated "
           f"{dict(zip(r['coflow_ids'], r['sim_ccts_s']))}")
     assert r["coflow_ids"] == ["big", "small"] and r["coflows"] == 2
@@ -57,3 +59,7 @@ def test_small_coflow_overtakes_and_everything_completes(ovs, topology, senders,
     for e, s in zip(r["ccts_s"], r["sim_ccts_s"]):
         assert e > 0.9 * s
     assert arrival["small"] >= 0.3
+    # the hand-off model beside it: every coflow at least its start (0.15 s) later
+    assert r["sim_handoff_delay_s"] == 0.15
+    for h, s in zip(r["sim_handoff_ccts_s"], r["sim_ccts_s"]):
+        assert h >= s + 0.15 - 1e-9
