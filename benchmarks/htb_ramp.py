@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""How fast one TCP flow takes up a raised HTB rate (issue 13; root only).
+
+In the emulation a raise is in force at the sender's agent a median 35-54 ms after
+the last byte of the flow that freed the bandwidth, but rapier's and
+scheduling-only's raised flows then took a median 150-270 ms (100 ms samples) to
+reach 80 % of their new rate, and many never did before the next change
+(``benchmarks/emulation_handoff.py``, ``mininet_tests/README.md``).  This script
+isolates the sender: two network namespaces joined by a veth pair, the sender's
+interface set up as the emulation's hosts are (offloads off, ``gso_max_segs 1``,
+optionally ``rto_min``), one flow through an agent-style class (``htb rate R ceil R
+quantum 1514``, a u32 filter on the destination port, ``tc class change``):
+
+* ``--high`` Mbit/s for 1 s (warm-up), then ``--low`` Mbit/s for ``--low-s`` s, then
+  ``--high`` again for 2 s, while the sender keeps its socket full;
+* the receiver counts bytes in 10 ms bins; the script reports the time from the
+  raise until a 50 ms window first carries 80 % of ``--high`` x 1448/1514 (payload
+  of full segments), and the mean rate over the 0.5 s after the raise.
+
+``--sysctl KEY=VALUE`` (repeatable) sets sender-namespace sysctls, to try what
+shortens the ramp.
+
+Usage: ``sudo python benchmarks/htb_ramp.py [--low 0.064 0.3 1 3] [--high 9.5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+NS_TX, NS_RX = "htbramp-tx", "htbramp-rx"
+RECEIVER = r"""
+import json, socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5001)); s.listen(1)
+c, _ = s.accept(); bins = {}
+while True:
+    n = len(c.recv(65536))
+    if not n:
+        break
+    k = int(time.time() * 100)
+    bins[k] = bins.get(k, 0) + n
+print(json.dumps(sorted(bins.items())))
+"""
+SENDER = r"""
+import socket, sys, time
+s = socket.create_connection(("10.98.0.2", 5001)); buf = b"x" * 65536
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    s.send(buf)
+s.close()
+"""
+PAYLOAD = 1448 / 1514
+
+
+def sh(*cmd: str, ns: str = "") -> str:
+    """Run a command (in namespace ``ns``); raise CalledProcessError naming it."""
+    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
+    return subprocess.run(full, check=True, capture_output=True, text=True).stdout
+
+
+def teardown() -> None:
+    for ns in (NS_TX, NS_RX):
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
+          show_ss: bool = False) -> dict:
+    """One flow through warm-up, low, high; returns the ramp figures."""
+    teardown()
+    for ns in (NS_TX, NS_RX):
+        sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", "htbr0", "type", "veth", "peer", "name", "htbr1")
+    sh("ip", "link", "set", "htbr0", "netns", NS_TX)
+    sh("ip", "link", "set", "htbr1", "netns", NS_RX)
+    for ns, dev, ip in ((NS_TX, "htbr0", "10.98.0.1"), (NS_RX, "htbr1", "10.98.0.2")):
+        sh("ip", "addr", "add", f"{ip}/24", "dev", dev, ns=ns)
+        sh("ip", "link", "set", dev, "up", ns=ns)
+        sh("ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
+           "gro", "off", ns=ns)
+    sh("ip", "link", "set", "dev", "htbr0", "gso_max_segs", "1", ns=NS_TX)
+    if rto_min_ms:
+        sh("ip", "route", "replace", "10.98.0.0/24", "dev", "htbr0", "rto_min",
+           f"{int(rto_min_ms)}ms", ns=NS_TX)
+    for kv in sysctls:
+        sh("sysctl", "-q", "-w", kv, ns=NS_TX)
+    sh("tc", "qdisc", "add", "dev", "htbr0", "root", "handle", "1:", "htb", "default", "0",
+       ns=NS_TX)
+
+    def rate(verb: str, mbps: float) -> None:
+        sh("tc", "class", verb, "dev", "htbr0", "parent", "1:", "classid", "1:10", "htb",
+           "rate", f"{int(mbps * 1e6)}bit", "ceil", f"{int(mbps * 1e6)}bit",
+           "quantum", "1514", ns=NS_TX)
+
+    rate("add", high)
+    sh("tc", "filter", "add", "dev", "htbr0", "parent", "1:", "protocol", "ip", "prio", "16",
+       "u32", "match", "ip", "dport", "5001", "0xffff", "flowid", "1:10", ns=NS_TX)
+    rx = subprocess.Popen(["ip", "netns", "exec", NS_RX, sys.executable, "-c", RECEIVER],
+                          stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    tx = subprocess.Popen(["ip", "netns", "exec", NS_TX, sys.executable, "-c", SENDER,
+                           str(1.0 + low_s + 2.0)])
+    time.sleep(1.0)
+    rate("change", low)
+    time.sleep(low_s)
+    before = sh("ss", "-tin", "dst", "10.98.0.2", ns=NS_TX) if show_ss else ""
+    rate("change", high)
+    t_raise = time.time()
+    if show_ss:
+        time.sleep(0.05)
+        print(f"ss before the raise:\n{before}ss 50 ms after:\n"
+              f"{sh('ss', '-tin', 'dst', '10.98.0.2', ns=NS_TX)}")
+    tx.wait(timeout=60)
+    out, _ = rx.communicate(timeout=60)
+    teardown()
+    bins = dict((int(k), v) for k, v in json.loads(out))
+    k0 = int(t_raise * 100)
+    want = 0.8 * high * 1e6 * PAYLOAD / 8 * 0.05   # bytes in a 50 ms window
+    ramp = None
+    for k in range(k0, k0 + 200):
+        if sum(bins.get(j, 0) for j in range(k, k + 5)) >= want:
+            ramp = (k + 5) / 100 - t_raise
+            break
+    after = sum(bins.get(j, 0) for j in range(k0 + 1, k0 + 51)) * 8 / 0.5 / 1e6
+    return {"low_mbps": low, "ramp_s": ramp, "mbps_0_5s_after": after}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--low", type=float, nargs="+", default=[0.064, 0.3, 1.0, 3.0],
+                    help="low rates, Mbit/s (0.064: the agent's floor for a paused flow)")
+    ap.add_argument("--high", type=float, default=9.5, help="raised rate, Mbit/s")
+    ap.add_argument("--low-s", type=float, default=2.0, help="seconds at the low rate")
+    ap.add_argument("--rto-min-ms", type=float, default=20.0,
+                    help="the sender route's rto_min (the emulation's default 20; 0: Linux's)")
+    ap.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--ss", action="store_true",
+                    help="print the sender's ss -tin before and 50 ms after the raise")
+    a = ap.parse_args(argv)
+    if any(not 0 < x < a.high for x in a.low):
+        ap.error("--low, --high: need 0 < low < high")
+    if os.geteuid() != 0:
+        ap.error("needs root (it creates network namespaces and tc classes)")
+    try:
+        for low in a.low:
+            r = trial(low, a.high, a.low_s, a.rto_min_ms, a.sysctl, a.ss)
+            ramp = "never within 2 s" if r["ramp_s"] is None else f"{r['ramp_s'] * 1e3:.0f} ms"
+            print(f"{low:g} -> {a.high:g} Mbit/s: 80 % of the new rate after {ramp}; "
+                  f"{r['mbps_0_5s_after']:.2f} Mbit/s over the 0.5 s after the raise"
+                  + (f" ({', '.join(a.sysctl)})" if a.sysctl else ""))
+    finally:
+        teardown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
