@@ -69,7 +69,7 @@ def teardown() -> None:
 
 
 def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
-          show_ss: bool = False) -> dict:
+          show_ss: bool = False, fresh: bool = False) -> dict:
     """One flow through warm-up, low, high; returns the ramp figures."""
     teardown()
     for ns in (NS_TX, NS_RX):
@@ -108,8 +108,20 @@ def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
     rate("change", low)
     time.sleep(low_s)
     before = sh("ss", "-tin", "dst", "10.98.0.2", ns=NS_TX) if show_ss else ""
-    rate("change", high)
-    t_raise = time.time()
+    if fresh:
+        # a new class at the new rate (fresh tokens), its filter ahead of the old
+        # one, then the old filter and class removed (their queued packets dropped)
+        sh("tc", "class", "add", "dev", "htbr0", "parent", "1:", "classid", "1:11", "htb",
+           "rate", f"{int(high * 1e6)}bit", "ceil", f"{int(high * 1e6)}bit",
+           "quantum", "1514", ns=NS_TX)
+        sh("tc", "filter", "add", "dev", "htbr0", "parent", "1:", "protocol", "ip", "prio",
+           "15", "u32", "match", "ip", "dport", "5001", "0xffff", "flowid", "1:11", ns=NS_TX)
+        t_raise = time.time()
+        sh("tc", "filter", "del", "dev", "htbr0", "parent", "1:", "prio", "16", ns=NS_TX)
+        sh("tc", "class", "del", "dev", "htbr0", "classid", "1:10", ns=NS_TX)
+    else:
+        rate("change", high)
+        t_raise = time.time()
     if show_ss:
         time.sleep(0.05)
         print(f"ss before the raise:\n{before}ss 50 ms after:\n"
@@ -138,6 +150,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rto-min-ms", type=float, default=20.0,
                     help="the sender route's rto_min (the emulation's default 20; 0: Linux's)")
     ap.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--fresh", action="store_true",
+                    help="raise by moving the flow to a new class (fresh tokens) instead "
+                         "of tc class change")
     ap.add_argument("--ss", action="store_true",
                     help="print the sender's ss -tin before and 50 ms after the raise")
     a = ap.parse_args(argv)
@@ -147,9 +162,9 @@ def main(argv=None) -> int:
         ap.error("needs root (it creates network namespaces and tc classes)")
     try:
         for low in a.low:
-            r = trial(low, a.high, a.low_s, a.rto_min_ms, a.sysctl, a.ss)
+            r = trial(low, a.high, a.low_s, a.rto_min_ms, a.sysctl, a.ss, a.fresh)
             ramp = "never within 2 s" if r["ramp_s"] is None else f"{r['ramp_s'] * 1e3:.0f} ms"
-            print(f"{low:g} -> {a.high:g} Mbit/s: 80 % of the new rate after {ramp}; "
+            print(("new class: " if a.fresh else "") + f"{low:g} -> {a.high:g} Mbit/s: 80 % of the new rate after {ramp}; "
                   f"{r['mbps_0_5s_after']:.2f} Mbit/s over the 0.5 s after the raise"
                   + (f" ({', '.join(a.sysctl)})" if a.sysctl else ""))
     finally:
