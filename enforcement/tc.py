@@ -41,13 +41,6 @@ MAX_FLOWS = SLOT_MAX - SLOT_MIN + 1
 #: class cannot have rate 0, and a trickle keeps a paused TCP flow's ACK clock alive
 #: so that it resumes without waiting for a backed-off retransmission timer.
 MIN_RATE_BPS = 64_000
-#: A flow raised from a rate at which one full frame (:data:`QUANTUM_BYTES`) takes
-#: longer than this many seconds moves to a new class instead of ``tc class
-#: change``: HTB keeps a class's token deficit across a rate change, in time units,
-#: so a flow that sent a frame at the 64 kbit/s floor waits up to 189 ms after its
-#: raise before its next packet (``benchmarks/htb_ramp.py``: 80 % of the new rate
-#: after 117-124 ms with ``change``, 44-52 ms in a new class; issue 13).
-FRESH_CLASS_S = 0.02
 #: Highest rate accepted, bit/s (100 Gbit/s).
 MAX_RATE_BPS = 100e9
 #: HTB quantum in bytes (one Ethernet frame); avoids "quantum is big" warnings.
@@ -351,12 +344,6 @@ def plan(state: TcState, wanted: Sequence[FlowLimit]) -> Tuple[List[Command], Tc
     * a flow kept with the same match: ``tc class change`` only if its enforced rate
       changed, nothing otherwise (repeating a request runs no command);
     * a flow kept with a new match: its filter is replaced, its rate changed if needed;
-    * a flow raised from a rate at which one frame takes more than
-      :data:`FRESH_CLASS_S` (a paused flow at the floor, a trickle): it moves to the
-      lowest free slot, class and filter added there first, then the old filter and
-      class deleted, so that it starts with fresh HTB tokens instead of its old
-      class's deficit (the few packets queued in the old class are dropped; TCP
-      recovers them from SACKs); without a free slot, ``tc class change``;
     * a new flow: class and filter in the lowest free slot.
 
     Args:
@@ -387,14 +374,6 @@ def plan(state: TcState, wanted: Sequence[FlowLimit]) -> Tuple[List[Command], Tc
             cmds += add_commands(iface, slot, w)
             new.flows[w.flow_id] = Installed(slot, w)
             continue
-        old_bps = cur.limit.enforced_rate_bps
-        if (w.enforced_rate_bps > old_bps
-                and QUANTUM_BYTES * 8 / old_bps > FRESH_CLASS_S):
-            slot = next(free, None)
-            if slot is not None:
-                cmds += add_commands(iface, slot, w) + remove_commands(iface, cur.slot)
-                new.flows[w.flow_id] = Installed(slot, w)
-                continue
         if cur.limit.match != w.match:
             cmds.append(filter_del_command(iface, cur.slot))
         if cur.limit.enforced_rate_bps != w.enforced_rate_bps:

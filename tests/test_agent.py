@@ -113,35 +113,6 @@ def test_plan_rate_change_below_minimum_is_noop():
     assert cmds == []
 
 
-def test_plan_moves_a_flow_raised_from_the_floor_to_a_fresh_class():
-    # a paused flow (floor: one frame takes 189 ms) raised to 5 Mbit/s moves to the
-    # lowest free slot (new class and filter first, then the old ones deleted), so
-    # HTB's token deficit of the old class does not delay it
-    _, s1 = tc.plan(TcState(IF), [lim("a", 0, 5001), lim("b", 2e6, 5002)])
-    cmds, s2 = tc.plan(s1, [lim("a", 5e6, 5001), lim("b", 2e6, 5002)])
-    assert cmds == (tc.add_commands(IF, 18, lim("a", 5e6, 5001))
-                    + tc.remove_commands(IF, 16))
-    assert s2.flows["a"].slot == 18 and s2.flows["b"].slot == 17
-    # a trickle of 0.5 Mbit/s (24 ms a frame) moves too; from 1 Mbit/s (12 ms) a
-    # raise is a class change; a lowering never moves
-    _, t1 = tc.plan(TcState(IF), [lim("a", 0.5e6), lim("b", 1e6, 5002)])
-    cmds, _ = tc.plan(t1, [lim("a", 9e6), lim("b", 9e6, 5002)])
-    assert cmds == (tc.add_commands(IF, 18, lim("a", 9e6))
-                    + tc.remove_commands(IF, 16)
-                    + [tc.class_command(IF, 17, 9_000_000, "change")])
-    cmds, _ = tc.plan(s2, [lim("a", 0, 5001), lim("b", 2e6, 5002)])
-    assert cmds == [tc.class_command(IF, 18, tc.MIN_RATE_BPS, "change")]
-
-
-def test_plan_raise_without_a_free_slot_changes_the_class(monkeypatch):
-    monkeypatch.setattr(TcState, "free_slots", lambda self: [])
-    st = TcState(IF)
-    st.flows["a"] = tc.Installed(16, lim("a", 0))
-    cmds, s2 = tc.plan(st, [lim("a", 5e6)])
-    assert cmds == [tc.class_command(IF, 16, 5_000_000, "change")]
-    assert s2.flows["a"].slot == 16
-
-
 def test_rebuild_commands():
     _, s1 = tc.plan(TcState(IF), [lim("a", 10e6, 5001), lim("b", 2e6, 5002)])
     cmds = tc.rebuild_commands(s1)
