@@ -69,7 +69,7 @@ def teardown() -> None:
 
 
 def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
-          show_ss: bool = False, fresh: bool = False) -> dict:
+          show_ss: bool = False, fresh: bool = False, keep_old: bool = False) -> dict:
     """One flow through warm-up, low, high; returns the ramp figures."""
     teardown()
     for ns in (NS_TX, NS_RX):
@@ -109,8 +109,9 @@ def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
     time.sleep(low_s)
     before = sh("ss", "-tin", "dst", "10.98.0.2", ns=NS_TX) if show_ss else ""
     if fresh:
-        # a new class at the new rate (fresh tokens), its filter ahead of the old
-        # one, then the old filter and class removed (their queued packets dropped)
+        # a new class at the new rate (fresh tokens), its filter added, the old
+        # filter deleted, and the old class deleted (its queued packets dropped) or,
+        # with --keep-old, kept (they leave at the old rate)
         sh("tc", "class", "add", "dev", "htbr0", "parent", "1:", "classid", "1:11", "htb",
            "rate", f"{int(high * 1e6)}bit", "ceil", f"{int(high * 1e6)}bit",
            "quantum", "1514", ns=NS_TX)
@@ -118,7 +119,8 @@ def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
            "15", "u32", "match", "ip", "dport", "5001", "0xffff", "flowid", "1:11", ns=NS_TX)
         t_raise = time.time()
         sh("tc", "filter", "del", "dev", "htbr0", "parent", "1:", "prio", "16", ns=NS_TX)
-        sh("tc", "class", "del", "dev", "htbr0", "classid", "1:10", ns=NS_TX)
+        if not keep_old:
+            sh("tc", "class", "del", "dev", "htbr0", "classid", "1:10", ns=NS_TX)
     else:
         rate("change", high)
         t_raise = time.time()
@@ -152,7 +154,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--fresh", action="store_true",
                     help="raise by moving the flow to a new class (fresh tokens) instead "
-                         "of tc class change")
+                         "of tc class change; the old class is deleted")
+    ap.add_argument("--keep-old", action="store_true",
+                    help="with --fresh: keep the old class (without its filter) so that "
+                         "its queued packets are not dropped")
     ap.add_argument("--ss", action="store_true",
                     help="print the sender's ss -tin before and 50 ms after the raise")
     a = ap.parse_args(argv)
@@ -162,9 +167,10 @@ def main(argv=None) -> int:
         ap.error("needs root (it creates network namespaces and tc classes)")
     try:
         for low in a.low:
-            r = trial(low, a.high, a.low_s, a.rto_min_ms, a.sysctl, a.ss, a.fresh)
+            r = trial(low, a.high, a.low_s, a.rto_min_ms, a.sysctl, a.ss, a.fresh, a.keep_old)
             ramp = "never within 2 s" if r["ramp_s"] is None else f"{r['ramp_s'] * 1e3:.0f} ms"
-            print(("new class: " if a.fresh else "") + f"{low:g} -> {a.high:g} Mbit/s: 80 % of the new rate after {ramp}; "
+            print(("new class, old kept: " if a.fresh and a.keep_old else
+                   "new class: " if a.fresh else "") + f"{low:g} -> {a.high:g} Mbit/s: 80 % of the new rate after {ramp}; "
                   f"{r['mbps_0_5s_after']:.2f} Mbit/s over the 0.5 s after the raise"
                   + (f" ({', '.join(a.sysctl)})" if a.sysctl else ""))
     finally:
