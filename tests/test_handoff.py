@@ -2,13 +2,14 @@
 CCTs, invariants under the delay and bad input."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from rapier_app.cli import main
 from rapier_app.core.model import make_coflow
-from rapier_app.scheduling import load_all, make_scheduler
 from rapier_app.core.workload import synthetic
+from rapier_app.scheduling import load_all, make_scheduler
 from rapier_app.sim import simulate
 from rapier_app.sim.checker import check_schedule
 from rapier_app.sim.handoff import HandoffDelay
@@ -38,6 +39,58 @@ def test_fair_sharing_with_a_hand_off_delay_hand_computed(delay, cct):
     s = make_scheduler("baseline", topo)
     res = simulate(topo, _two_flows(), HandoffDelay(s, delay) if delay else s)
     assert res.coflows[0].cct_s == pytest.approx(cct)
+
+
+def test_its_own_wake_ups_are_not_decisions_of_the_inner_scheduler():
+    # decisions at the arrival (0 s) and at the first flow's end (2.1 s); the raises
+    # falling due at 0.1 s and 2.2 s apply what was decided, as an agent would
+    topo = big_switch(3)
+    inner = make_scheduler("baseline", topo)
+    calls = []
+    real = inner.schedule
+    inner.schedule = lambda now, states: calls.append(now) or real(now, states)
+    w = HandoffDelay(inner, 0.1)
+    seen = []
+    real_w = w.schedule
+    w.schedule = lambda now, states: seen.append(now) or real_w(now, states)
+    res = simulate(topo, _two_flows(), w)
+    assert res.coflows[0].cct_s == pytest.approx(3.15)
+    assert calls == pytest.approx([0.0, 2.1])
+    assert seen == pytest.approx([0.0, 0.1, 2.1, 2.2])
+
+
+def test_a_flow_first_given_no_path_is_raised_late():
+    # a previous allocation without a path (rate 0), then one with a path and a
+    # rate: a raise like any other
+    from rapier_app.core.model import Allocation, Schedule
+
+    class Two:
+        name = "two"
+        reads_progress = False
+
+        def __init__(self):
+            self.n = 0
+
+        def schedule(self, now, states):
+            self.n += 1
+            return Schedule({"x": Allocation(None, 0.0)} if self.n == 1
+                            else {"x": Allocation(("h1", "s", "h2"), 5.0)})
+
+        def next_wakeup(self, now):
+            return None
+
+        def flows_finished(self, flows):
+            pass
+
+    class Live:
+        def active_flows(self):
+            return [SimpleNamespace(flow_id="x")]
+
+    w = HandoffDelay(Two(), 0.5)
+    assert w.schedule(0.0, [Live()]).allocations["x"].rate_bps == 0.0
+    assert w.schedule(1.0, [Live()]).allocations["x"].rate_bps == 0.0
+    assert w.next_wakeup(1.0) == pytest.approx(1.5)
+    assert w.schedule(1.5, [Live()]).allocations["x"].rate_bps == 5.0
 
 
 def test_jitter_is_seeded_and_bounded():

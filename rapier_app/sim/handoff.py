@@ -124,7 +124,8 @@ class HandoffDelay:
                 t = due[0] if due else self._due(now)
                 if t <= now + 1e-12:
                     rate = a.rate_bps
-                elif tuple(a.path) != tuple(op):  # moved: at most the old rate
+                elif op is None or a.path is None or tuple(a.path) != tuple(op):
+                    # moved (or given a path): at most the old rate until due
                     rate = min(orate, a.rate_bps)
                 else:
                     rate = orate
