@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model a controller's hand-off: every rate raise (and new flow) "
                         "takes effect S seconds after the decision, decreases at once "
                         "(rapier_app.sim.handoff; 0 = the ideal controller, default; "
-                        "about 0.15 s measured in this project's emulation)")
+                        "about 0.15 s measured in this project's emulation); not for "
+                        "baseline/fair, whose rates model TCP and are never pushed")
     p.add_argument("--handoff-jitter", type=float, default=0.0, metavar="S",
                    help="with --handoff-delay: each raise waits a further uniform random "
                         "0..S seconds (seeded by the try's seed)")
@@ -396,7 +397,9 @@ def run(args) -> dict:
             lower_bounds.append(lb)
         for n in names:
             sched = scheds.pop(n)
-            if getattr(args, "handoff_delay", 0.0) > 0 or getattr(args, "handoff_jitter", 0.0) > 0:
+            handoff = getattr(args, "handoff_delay", 0.0) > 0 or \
+                getattr(args, "handoff_jitter", 0.0) > 0
+            if handoff and getattr(sched, "rates_pushed", True):
                 from .sim.handoff import HandoffDelay
 
                 sched = HandoffDelay(sched, args.handoff_delay, args.handoff_jitter, seed)
@@ -478,6 +481,7 @@ def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
     work-conservation level and the workload options, so rapier-check can rebuild the
     workload."""
     from .sim.checker import declared_level, write_run
+    from .sim.handoff import HandoffDelay
 
     workload = {k: getattr(args, k) for k in ("scenario", "trace", "synthetic", "topology",
                                               "link_gbps", "sizes", "placement", "limit",
@@ -485,8 +489,8 @@ def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
     header = {"scheduler": name, "try": i + 1, "seed": seed, "topology": topo.name,
               "work_conserving": declared_level(sched), "max_paths": args.max_paths,
               "reschedule": args.reschedule, "workload": workload,
-              "handoff_delay_s": getattr(args, "handoff_delay", 0.0),
-              "handoff_jitter_s": getattr(args, "handoff_jitter", 0.0)}
+              "handoff_delay_s": sched.delay_s if isinstance(sched, HandoffDelay) else 0.0,
+              "handoff_jitter_s": sched.jitter_s if isinstance(sched, HandoffDelay) else 0.0}
     write_run(fh, header, log, {r.coflow_id: r.cct_s for r in res.coflows})
 
 

@@ -142,6 +142,18 @@ def test_cli_rejects_a_negative_delay_naming_the_option(tmp_path, capsys, opt):
     assert opt in capsys.readouterr().err
 
 
+def test_cli_does_not_delay_tcp_fair_sharing(tmp_path, capsys):
+    # baseline models TCP: no rates are pushed, so no hand-off; rapier is delayed
+    argv = ["--scenario", "fig1", "--schedulers", "rapier,baseline", "--json", "--quiet",
+            "--no-plot", "--no-bound"]
+    assert main(argv + ["--out", str(tmp_path / "a")]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--handoff-delay", "0.1", "--out", str(tmp_path / "b")]) == 0
+    late = json.loads(capsys.readouterr().out)
+    assert late["baseline"]["avg_cct_s"] == plain["baseline"]["avg_cct_s"] == pytest.approx(1.5)
+    assert late["rapier"]["avg_cct_s"] == pytest.approx(1.45)
+
+
 def test_cli_handoff_delay_on_fig1(tmp_path, capsys):
     # Fig. 1: rapier's CCTs 1.0 and 1.6 s.  With every raise 0.1 s late both coflows
     # start 0.1 s late, and b, whose flows wait for a's link, gets a's bandwidth

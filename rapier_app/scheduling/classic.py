@@ -240,6 +240,9 @@ class Baseline(_Routed):
     reads_progress = False  # ECMP routes are cached; max-min needs no byte counts
     #: max-min fair (progressive filling): every flow ends on a saturated link
     work_conserving = "path"
+    #: TCP shares by itself: no rates are pushed (the emulation runs its agents
+    #: unenforced), so no controller hand-off applies
+    rates_pushed = False
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         flows, paths, _, lens, lidx, _, _ = self._active_routes(coflows, (0, 1, 3, 4))
