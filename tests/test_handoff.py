@@ -128,6 +128,7 @@ def test_no_link_above_capacity_and_every_byte_delivered(name):
     ({"delay_s": "soon"}, "delay_s"),
     ({"delay_s": 0.1, "jitter_s": -1}, "jitter_s"),
     ({"delay_s": float("nan")}, "delay_s"),
+    ({"delay_s": 0.1, "jitter_s": float("inf")}, "jitter_s"),
 ])
 def test_bad_delays_name_the_field(kw, field):
     with pytest.raises(ValueError, match=field):

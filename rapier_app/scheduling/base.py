@@ -45,12 +45,11 @@ class Scheduler:
             priorities) or ``"coflow"`` (coflow completions only: a centralised
             rate allocator such as RAPIER's Algorithm 1 or Varys's).  The simulator
             follows it (see :class:`~rapier_app.sim.simulator.Simulator`).
-        rates_pushed: whether a controller running the scheme pushes its rates to
-            host agents (default True).  False for TCP fair sharing (``baseline``,
-            ``fair``): its rates only model what TCP reaches by itself, so the
-            simulator's controller hand-off model
-            (:class:`~rapier_app.sim.handoff.HandoffDelay`, ``rapier-sim
-            --handoff-delay``) does not apply to it.
+        rates_pushed: whether the scheme's rates stand for limits a controller
+            pushes to host agents (default True).  False for TCP fair sharing
+            (``baseline``, ``fair``): its rates model what TCP reaches by itself,
+            so ``rapier-sim --handoff-delay``
+            (:class:`~rapier_app.sim.handoff.HandoffDelay`) leaves it alone.
         reads_progress: whether :meth:`schedule` reads ``bytes_sent``, ``rate_bps``
             or ``path`` of unfinished flows (default True).  Schemes that keep their
             own routes and only need the active flows (ECMP + max-min fair) set it

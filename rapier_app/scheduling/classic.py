@@ -240,7 +240,7 @@ class Baseline(_Routed):
     reads_progress = False  # ECMP routes are cached; max-min needs no byte counts
     #: max-min fair (progressive filling): every flow ends on a saturated link
     work_conserving = "path"
-    #: TCP shares by itself: no rates are pushed (the emulation runs its agents
+    #: its rates model TCP sharing by itself (the emulation runs baseline's agents
     #: unenforced), so no controller hand-off applies
     rates_pushed = False
 
