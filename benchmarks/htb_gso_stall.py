@@ -36,6 +36,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import htb_class, netns_delete, sh, veth_pair  # noqa: E402
+
 NS_TX, NS_RX = "gsostall-tx", "gsostall-rx"
 RECEIVER = r"""
 import json, socket, time
@@ -62,39 +65,16 @@ s.close()
 """
 
 
-def sh(*cmd: str, ns: str = "") -> str:
-    """Run a command (in namespace ``ns``); raise CalledProcessError naming it."""
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=True, capture_output=True, text=True).stdout
-
-
 def teardown() -> None:
-    for ns in (NS_TX, NS_RX):
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    netns_delete((NS_TX, NS_RX))
 
 
 def trial(gso_max_segs: int, low_mbps: float, high_mbps: float) -> dict:
     """One flow through the rate steps; returns the receiver's longest gap."""
-    teardown()
-    for ns in (NS_TX, NS_RX):
-        sh("ip", "netns", "add", ns)
-    sh("ip", "link", "add", "gsost0", "type", "veth", "peer", "name", "gsost1")
-    sh("ip", "link", "set", "gsost0", "netns", NS_TX)
-    sh("ip", "link", "set", "gsost1", "netns", NS_RX)
-    for ns, dev, ip in ((NS_TX, "gsost0", "10.99.0.1"), (NS_RX, "gsost1", "10.99.0.2")):
-        sh("ip", "addr", "add", f"{ip}/24", "dev", dev, ns=ns)
-        sh("ip", "link", "set", dev, "up", ns=ns)
-        sh("ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
-           "gro", "off", ns=ns)
-    if gso_max_segs:
-        sh("ip", "link", "set", "dev", "gsost0", "gso_max_segs", str(gso_max_segs), ns=NS_TX)
-    sh("tc", "qdisc", "add", "dev", "gsost0", "root", "handle", "1:", "htb", "default", "0",
-       ns=NS_TX)
+    veth_pair(NS_TX, NS_RX, "gsost0", "gsost1", "10.99.0", gso_max_segs)
 
     def rate(verb: str, mbps: float) -> None:
-        sh("tc", "class", verb, "dev", "gsost0", "parent", "1:", "classid", "1:10", "htb",
-           "rate", f"{int(mbps * 1e6)}bit", "ceil", f"{int(mbps * 1e6)}bit",
-           "quantum", "1514", ns=NS_TX)
+        htb_class(verb, "gsost0", NS_TX, "1:10", mbps)
 
     rate("add", high_mbps)
     sh("tc", "filter", "add", "dev", "gsost0", "parent", "1:", "protocol", "ip", "prio", "16",

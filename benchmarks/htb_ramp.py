@@ -32,6 +32,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import htb_class, netns_delete, sh, veth_pair  # noqa: E402
+
 NS_TX, NS_RX = "htbramp-tx", "htbramp-rx"
 RECEIVER = r"""
 import json, socket, sys, time
@@ -57,44 +60,22 @@ s.close()
 PAYLOAD = 1448 / 1514
 
 
-def sh(*cmd: str, ns: str = "") -> str:
-    """Run a command (in namespace ``ns``); raise CalledProcessError naming it."""
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=True, capture_output=True, text=True).stdout
-
-
 def teardown() -> None:
-    for ns in (NS_TX, NS_RX):
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    netns_delete((NS_TX, NS_RX))
 
 
 def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
           show_ss: bool = False, fresh: bool = False, keep_old: bool = False) -> dict:
     """One flow through warm-up, low, high; returns the ramp figures."""
-    teardown()
-    for ns in (NS_TX, NS_RX):
-        sh("ip", "netns", "add", ns)
-    sh("ip", "link", "add", "htbr0", "type", "veth", "peer", "name", "htbr1")
-    sh("ip", "link", "set", "htbr0", "netns", NS_TX)
-    sh("ip", "link", "set", "htbr1", "netns", NS_RX)
-    for ns, dev, ip in ((NS_TX, "htbr0", "10.98.0.1"), (NS_RX, "htbr1", "10.98.0.2")):
-        sh("ip", "addr", "add", f"{ip}/24", "dev", dev, ns=ns)
-        sh("ip", "link", "set", dev, "up", ns=ns)
-        sh("ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
-           "gro", "off", ns=ns)
-    sh("ip", "link", "set", "dev", "htbr0", "gso_max_segs", "1", ns=NS_TX)
+    veth_pair(NS_TX, NS_RX, "htbr0", "htbr1", "10.98.0", gso_max_segs=1)
     if rto_min_ms:
         sh("ip", "route", "replace", "10.98.0.0/24", "dev", "htbr0", "rto_min",
            f"{int(rto_min_ms)}ms", ns=NS_TX)
     for kv in sysctls:
         sh("sysctl", "-q", "-w", kv, ns=NS_TX)
-    sh("tc", "qdisc", "add", "dev", "htbr0", "root", "handle", "1:", "htb", "default", "0",
-       ns=NS_TX)
 
     def rate(verb: str, mbps: float) -> None:
-        sh("tc", "class", verb, "dev", "htbr0", "parent", "1:", "classid", "1:10", "htb",
-           "rate", f"{int(mbps * 1e6)}bit", "ceil", f"{int(mbps * 1e6)}bit",
-           "quantum", "1514", ns=NS_TX)
+        htb_class(verb, "htbr0", NS_TX, "1:10", mbps)
 
     rate("add", high)
     sh("tc", "filter", "add", "dev", "htbr0", "parent", "1:", "protocol", "ip", "prio", "16",
@@ -112,9 +93,7 @@ def trial(low: float, high: float, low_s: float, rto_min_ms: float, sysctls,
         # a new class at the new rate (fresh tokens), its filter added, the old
         # filter deleted, and the old class deleted (its queued packets dropped) or,
         # with --keep-old, kept (they leave at the old rate)
-        sh("tc", "class", "add", "dev", "htbr0", "parent", "1:", "classid", "1:11", "htb",
-           "rate", f"{int(high * 1e6)}bit", "ceil", f"{int(high * 1e6)}bit",
-           "quantum", "1514", ns=NS_TX)
+        htb_class("add", "htbr0", NS_TX, "1:11", high)
         sh("tc", "filter", "add", "dev", "htbr0", "parent", "1:", "protocol", "ip", "prio",
            "15", "u32", "match", "ip", "dport", "5001", "0xffff", "flowid", "1:11", ns=NS_TX)
         t_raise = time.time()
@@ -163,6 +142,15 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if any(not 0 < x < a.high for x in a.low):
         ap.error("--low, --high: need 0 < low < high")
+    if not a.low_s > 0:
+        ap.error(f"--low-s: must be > 0 s, got {a.low_s}")
+    if not a.rto_min_ms >= 0:
+        ap.error(f"--rto-min-ms: must be >= 0 (0: Linux's), got {a.rto_min_ms}")
+    if a.keep_old and not a.fresh:
+        ap.error("--keep-old: applies only with --fresh")
+    for kv in a.sysctl:
+        if "=" not in kv:
+            ap.error(f"--sysctl: expected KEY=VALUE, got {kv!r}")
     if os.geteuid() != 0:
         ap.error("needs root (it creates network namespaces and tc classes)")
     try:
