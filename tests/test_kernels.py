@@ -243,3 +243,73 @@ def test_maxmin_flat_kernel_hand_case():
     r = max_min_fair_flat(np.array([1, 2, 1]), np.array([0, 0, 1, 1]),
                           np.array([10.0, 2.0]))
     assert r.tolist() == [9.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compact_in_place_equals_masked_copy(seed):
+    # groups drop finished flows by moving the later rows up in place
+    from rapier_app.scheduling.seedbase import _IN_PLACE_MAX, _compact
+
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        k = int(rng.integers(0, min(n, _IN_PLACE_MAX + 4) + 1))
+        pos = np.sort(rng.choice(n, k, replace=False))
+        keep = np.ones(n, dtype=bool)
+        keep[pos] = False
+        for a in (rng.integers(0, 50, (n, 3)), rng.random(n)):
+            want = a[keep].copy()
+            got = _compact(a.copy(), pos)
+            assert got.dtype == a.dtype and np.array_equal(got, want)
+            assert got.flags.c_contiguous
+
+
+def test_demand_row_kernel_bit_identical_to_the_stacked_formula():
+    from rapier_app.scheduling.seedbase import BITS
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, L, W = int(rng.integers(1, 40)), int(rng.integers(2, 30)), 3
+        P = rng.integers(0, L + 1, (n, W)).astype(np.int64)  # L: the dummy link
+        sent = rng.random(3 * n) * 1e6
+        idx = rng.choice(3 * n, n, replace=False).astype(np.int64)
+        sizes = rng.random(n) * 1e6
+        sizes[::5] = sent[idx[::5]]          # finished exactly: -0.0 / 0.0
+        want = np.zeros((1, L))
+        kernels.demand_kernel(P, np.array([0, n], np.int64),
+                              np.maximum(sizes - sent[idx], 0.0) * BITS, L, want)
+        got = np.zeros(L)
+        kernels.demand_row_kernel(P, idx, sizes, sent, BITS, L, got)
+        assert got.tobytes() == want[0].tobytes()
+
+
+@pytest.mark.parametrize("topology", ["fattree:4", "bigswitch:12"])
+def test_sincronia_kept_demand_rows_are_the_recomputed_ones(topology, monkeypatch):
+    # demand_matrix keeps a coflow's row while its group is unchanged and it was
+    # given no bandwidth: at every decision, the kept rows must be what a fresh
+    # computation gives, to the bit, and some rows must have been kept
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.scheduling.sincronia import Sincronia
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology(topology)
+    stats = {"calls": 0, "kept": 0}
+    orig = Sincronia.demand_matrix
+
+    def checked(self, coflows):
+        kept = sum(1 for c in coflows if (e := self._dcache.get(c.coflow_id)) is not None
+                   and e[0] is self.group(c))
+        D = orig(self, coflows)
+        fresh = self._demand_rows([self.group(c) for c in coflows])
+        assert D.tobytes() == fresh.tobytes()
+        stats["calls"] += 1
+        stats["kept"] += kept
+        return D
+
+    monkeypatch.setattr(Sincronia, "demand_matrix", checked)
+    cfs = synthetic(topo, 30, 10, 0.01, "pareto:0.5,1.3", seed=6)
+    res = simulate(topo, cfs, make_scheduler("sincronia", topo))
+    assert len(res.coflows) == 30
+    assert stats["calls"] > 50 and stats["kept"] > 0

@@ -415,6 +415,33 @@ def demand_kernel(P, gptr, rem_bits, nlinks, out):  # pragma: no cover - compile
 
 
 @_jit
+def demand_row_kernel(P, idx, sizes, sent, bits, nlinks, out):  # pragma: no cover
+    """One group's row of :func:`demand_kernel`, reading bytes sent straight from
+    the simulator's array: ``out[l] += max(sizes[i] - sent[idx[i]], 0) * bits`` for
+    every link ``l < nlinks`` of row ``i`` of ``P``, rows in order.  The same
+    operations as ``np.maximum(sizes - sent[idx], 0.0) * bits`` followed by
+    :func:`demand_kernel`, so the row is bit for bit the same, without the
+    gathered and stacked temporaries.
+
+    Args:
+        P: int64 (flows x width) padded link rows; idx: int64 per row, the flow's
+            index in ``sent``; sizes: float64 bytes per row; sent: float64 bytes
+            per simulator index; bits: 8.0; out: float64 (nlinks,), filled in place.
+    """
+    W = P.shape[1]
+    for i in range(P.shape[0]):
+        r = sizes[i] - sent[idx[i]]
+        if r <= 0.0:  # np.maximum(r, 0.0): -0.0 gives 0.0, NaN stays NaN
+            r = 0.0
+        r = r * bits
+        for k in range(W):
+            lk = P[i, k]
+            if lk < nlinks:
+                out[lk] += r
+    return 0
+
+
+@_jit
 def _take_link(lk, lptr, rows, active, stamp, it, newly, m):  # pragma: no cover
     """Append to ``newly[m:]`` the active flows of link ``lk`` (CSR ``lptr``/``rows``)
     not yet taken in iteration ``it`` (``stamp``); returns the new count."""

@@ -333,6 +333,35 @@ def _greedy_rates_rescan(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -
     return rate
 
 
+#: Finished flows up to which a group is compacted in place (:func:`_compact`);
+#: above it, through a boolean mask (one copy, whatever the count).
+_IN_PLACE_MAX = 16
+
+
+def _compact(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``a`` (1-D, or 2-D by rows) without the rows at ``pos`` (sorted, distinct),
+    in their order: for at most :data:`_IN_PLACE_MAX` positions, the rows after each
+    one are moved up in place (a memmove per position, O(rows after ``pos[0]``))
+    and a leading view of ``a`` is returned, so ``a`` itself must not be read
+    again; above it, a masked copy.  Same values in the same order either way."""
+    n = a.shape[0]
+    if len(pos) > _IN_PLACE_MAX:
+        keep = np.ones(n, dtype=bool)
+        keep[pos] = False
+        return a[keep]
+    w = None
+    ps = pos.tolist()
+    for j, p in enumerate(ps):
+        end = ps[j + 1] if j + 1 < len(ps) else n
+        if w is None:
+            w = p
+        k = end - p - 1
+        if k:
+            a[w:w + k] = a[p + 1:end]
+            w += k
+    return a[:n - len(ps)] if ps else a
+
+
 class _Group:
     """The active flows of one coflow (in flow order) with their sticky paths and
     padded link rows ``P`` (flows x path width, padded with the dummy link ``L``);
@@ -470,21 +499,43 @@ class _SeedScheduler(Scheduler):
                                                default=0.0))
                 paths = list(compress(g.paths, m.tolist()))
             else:
-                m = np.ones(g.n, dtype=bool)
-                m[pos] = False
-                done_max = max(g.done_max, max(map(_SENT, fin)))
-                if len(pos) <= 16:  # a C memmove per finished flow
-                    paths = g.paths.copy()
-                    for p in sorted(pos.tolist(), reverse=True):
+                pos = np.sort(pos)
+                if len(pos) > 1 and not (pos[1:] > pos[:-1]).all():
+                    pos = None  # a flow reported twice: scan (never seen)
+                if pos is None:
+                    m = np.fromiter(map(is_, map(_FINISH, g.flows), repeat(None)), bool,
+                                    g.n)
+                    done_max = max(g.done_max, max(map(_SENT, compress(
+                        g.flows, (~m).tolist())), default=0.0))
+                    paths = list(compress(g.paths, m.tolist()))
+                else:
+                    done_max = max(g.done_max, max(map(_SENT, fin)))
+            old = g
+            if pos is None:
+                g = _Group(act, paths, old.P[m], self._L, old.idx[m], done_max)
+                g.sizes = None if old.sizes is None else old.sizes[m]
+                g.ords = None if old.ords is None else old.ords[m]
+                pos = np.flatnonzero(~m)
+            else:
+                # the old group is dropped: its arrays and path list are compacted in
+                # place (a memmove of each tail) instead of copied through a mask
+                paths = old.paths
+                if len(pos) <= _IN_PLACE_MAX:
+                    for p in pos[::-1].tolist():
                         del paths[p]
                 else:
-                    paths = list(compress(g.paths, m.tolist()))
-            old = g
-            g = _Group(act, paths, old.P[m], self._L, old.idx[m], done_max)
-            g.sizes = None if old.sizes is None else old.sizes[m]
-            g.ords = None if old.ords is None else old.ords[m]
+                    keep = np.ones(old.n, dtype=bool)
+                    keep[pos] = False
+                    paths = list(compress(paths, keep.tolist()))
+                g = _Group(act, paths, _compact(old.P, pos), self._L,
+                           _compact(old.idx, pos), done_max)
+                g.sizes = None if old.sizes is None else _compact(old.sizes, pos)
+                g.ords = None if old.ords is None else _compact(old.ords, pos)
+                # what is left of old must not be read: only its size (emit) is
+                old.P = old.idx = old.sizes = old.ords = old.paths = None
+                old._index = old._ports = None
             # for emit(): g is old without these positions
-            self._drops[id(g)] = (old, np.flatnonzero(~m) if pos is None else np.sort(pos))
+            self._drops[id(g)] = (old, pos)
             self._groups[c.coflow_id] = g
         return g
 

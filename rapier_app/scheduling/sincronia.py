@@ -226,6 +226,8 @@ class Sincronia(_SeedScheduler):
         self._epoch_start = None
         self._ordered: List[str] = []
         self.epochs_run = 0
+        #: coflow_id -> (its group, its demand row in seconds), see demand_matrix
+        self._dcache: dict = {}
 
     def epoch_length(self, k: int) -> float:
         """Length (s) of epoch k (0-based) of a horizon."""
@@ -235,23 +237,65 @@ class Sincronia(_SeedScheduler):
         return self._epoch_start + self.epoch_length(self._epoch)
 
     def demand_matrix(self, coflows: Sequence[CoflowState]) -> np.ndarray:
-        """(coflows x links) remaining seconds d_c^l = remaining bits / capacity."""
+        """(coflows x links) remaining seconds d_c^l = remaining bits / capacity.
+
+        When the scheduler reads the simulator's bytes-sent array (``_sent_arr``),
+        a coflow's row is kept from one call to the next while its active flows are
+        the same (the same cached group) and it was given no bandwidth by the last
+        decision (:meth:`emit`): then none of its counters moved, so the row is the
+        one that would be recomputed, bit for bit (issue 16: most orphans wait).
+        """
+        groups = [self.group(c) for c in coflows]
+        if self._sent_arr is None:  # counters read from the flows: not cached
+            return self._demand_rows(groups)
+        cache = self._dcache
+        rows: List[Optional[np.ndarray]] = [None] * len(groups)
+        miss = []
+        for i, (c, g) in enumerate(zip(coflows, groups)):
+            e = cache.get(c.coflow_id)
+            if e is not None and e[0] is g:
+                rows[i] = e[1]
+            else:
+                miss.append(i)
+        if miss:
+            Dm = self._demand_rows([groups[i] for i in miss])
+            for j, i in enumerate(miss):
+                rows[i] = Dm[j]
+                cache[coflows[i].coflow_id] = (groups[i], Dm[j])
+        return np.stack(rows) if rows else np.zeros((0, self._L))
+
+    def emit(self, coflows, rates, order, info=None):
+        """:meth:`_SeedScheduler.emit`, then forget the demand rows
+        (:meth:`demand_matrix`) of every coflow given bandwidth (or gone)."""
+        out = super().emit(coflows, rates, order, info)
+        last = self._last_rates
+        self._dcache = {cid: e for cid, e in self._dcache.items()
+                        if last.get(cid, 1.0) == 0.0}
+        return out
+
+    def _demand_rows(self, groups) -> np.ndarray:
+        """(groups x links) remaining seconds of each :class:`_Group`'s active flows."""
         L = self._L
-        D = np.zeros((len(coflows), L))
+        D = np.zeros((len(groups), L))
         cap = self._cap[:L]
         if kernels.ENABLED:
-            groups = [self.group(c) for c in coflows]
             for g in groups:
                 if g.sizes is None:
                     g.sizes = np.array([f.size_bytes for f in g.flows], dtype=float)
-            if groups:
+            sent_arr = self._sent_arr
+            if sent_arr is not None:
+                # one compiled call per group on the simulator's array: no stacking
+                for i, g in enumerate(groups):
+                    if g.n:
+                        kernels.demand_row_kernel(g.P, g.idx, g.sizes, sent_arr, BITS, L,
+                                                  D[i])
+            elif groups:
                 P, gptr, _ = self._stack(groups, None)
                 sizes = np.concatenate([g.sizes for g in groups])
                 sent = np.concatenate([self.flow_sent(g) for g in groups])
                 kernels.demand_kernel(P, gptr, np.maximum(sizes - sent, 0.0) * BITS, L, D)
             return D / cap
-        for i, c in enumerate(coflows):
-            g = self.group(c)
+        for i, g in enumerate(groups):
             if g.n == 0:
                 continue
             if g.sizes is None:
