@@ -313,3 +313,35 @@ def test_sincronia_kept_demand_rows_are_the_recomputed_ones(topology, monkeypatc
     res = simulate(topo, cfs, make_scheduler("sincronia", topo))
     assert len(res.coflows) == 30
     assert stats["calls"] > 50 and stats["kept"] > 0
+
+
+def test_philae_kept_contention_counts_are_the_recomputed_ones(monkeypatch):
+    # Philae reuses its contention counts while no coflow's access-link row
+    # changed: at every decision they must be the counts from scratch
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.scheduling.philae import Philae
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology("bigswitch:12")
+    stats = {"calls": 0, "reused": 0}
+    orig = Philae._contention
+
+    def checked(self, coflows):
+        before = self._cont
+        got = orig(self, coflows)
+        if before is not None and self._cont[2] is before[2]:
+            stats["reused"] += 1
+        stats["calls"] += 1
+        # from scratch: coflows sharing a first or last link of an active flow
+        ports = [set(self.group(c).ports[0].tolist()) | set(self.group(c).ports[1].tolist())
+                 for c in coflows]
+        fresh = {c.coflow_id: sum(1 for q in ports if q & p) for c, p in zip(coflows, ports)}
+        assert got == fresh
+        return got
+
+    monkeypatch.setattr(Philae, "_contention", checked)
+    cfs = synthetic(topo, 25, 10, 0.02, "pareto:0.5,1.3", seed=8)
+    res = simulate(topo, cfs, make_scheduler("philae", topo))
+    assert len(res.coflows) == 25 and stats["calls"] > 50 and stats["reused"] > 0

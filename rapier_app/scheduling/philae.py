@@ -106,6 +106,10 @@ class Philae(Aalo):
         self.pilot_fraction = float(pilot_fraction)
         self.weight_base = float(weight_base)
         self._pilots: Dict[str, set] = {}       # coflow_id -> pilot flow ids
+        #: coflow_id -> its pilots' FlowStates in flow order (from ``_pilots``)
+        self._pilot_flows: Dict[str, list] = {}
+        #: _contention's last (coflow ids, per coflow (group, ports row), result)
+        self._cont: Optional[tuple] = None
         self._estimate: Dict[str, float] = {}   # coflow_id -> mean flow size (bytes)
 
     def weight(self, q: int) -> float:
@@ -156,20 +160,52 @@ class Philae(Aalo):
 
     def _contention(self, coflows: Sequence[CoflowState]) -> Dict[str, int]:
         """Per coflow, the number of live coflows (itself included) sharing an
-        access link (first or last link of a path) with one of its active flows."""
+        access link (first or last link of a path) with one of its active flows.
+
+        The access-link row of a coflow is rebuilt only when its group changed,
+        and the counts are reused when the coflows and every row are those of the
+        last call (a flow completion seldom frees a coflow's last flow on a port):
+        the same 0/1 matrix, so the same counts."""
         if not coflows:
             return {}
-        M = np.zeros((len(coflows), self._L + 1), dtype=np.float32)
-        for i, c in enumerate(coflows):
+        ids = [c.coflow_id for c in coflows]
+        last = self._cont
+        prev = last[1] if last is not None else {}
+        rows = {}
+        same = last is not None and last[0] == ids
+        for c in coflows:
             g = self.group(c)
-            M[i, g.ports[0]] = 1.0
-            M[i, g.ports[1]] = 1.0
+            e = prev.get(c.coflow_id)
+            if e is not None and e[0] is g:
+                rows[c.coflow_id] = e
+                continue
+            r = np.zeros(self._L + 1, dtype=np.float32)
+            r[g.ports[0]] = 1.0
+            r[g.ports[1]] = 1.0
+            if same and e is not None and not np.array_equal(r, e[1]):
+                same = False
+            rows[c.coflow_id] = (g, r)
+        if same:
+            self._cont = (ids, rows, last[2])
+            return dict(last[2])
+        M = np.stack([rows[cid][1] for cid in ids])
         share = (M @ M.T) > 0
-        return {c.coflow_id: int(n) for c, n in zip(coflows, share.sum(axis=1))}
+        out = {cid: int(n) for cid, n in zip(ids, share.sum(axis=1))}
+        self._cont = (ids, rows, out)
+        return dict(out)
+
+    def _pilots_of(self, c: CoflowState) -> list:
+        """``c``'s pilot FlowStates in flow order (kept per coflow: the piloting
+        checks then cost O(pilots), not O(flows), per decision point)."""
+        pil = self._pilots[c.coflow_id]
+        pf = self._pilot_flows.get(c.coflow_id)
+        if pf is None or len(pf) != len(pil):
+            pf = self._pilot_flows[c.coflow_id] = [f for f in c.flows if f.flow_id in pil]
+        return pf
 
     def plan(self, now, coflows, rates):
         live_ids = {c.coflow_id for c in coflows}
-        for d in (self._pilots, self._estimate):
+        for d in (self._pilots, self._estimate, self._pilot_flows):
             for cid in [k for k in d if k not in live_ids]:
                 del d[cid]
         arrival = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
@@ -180,10 +216,11 @@ class Philae(Aalo):
         for c in arrival:
             pil = self._pilots.get(c.coflow_id)
             if pil is not None:
-                done = [f for f in c.flows if f.flow_id in pil and f.done]
+                done = [f for f in self._pilots_of(c) if f.done]
                 if len(done) == len(pil):
                     self._estimate[c.coflow_id] = float(np.mean([f.size_bytes for f in done]))
                     del self._pilots[c.coflow_id]
+                    self._pilot_flows.pop(c.coflow_id, None)
                 else:
                     piloting.append(c)
                     continue
@@ -192,8 +229,16 @@ class Philae(Aalo):
         pilot_groups = []
         for c in piloting:
             g = self.group(c)
-            pil = self._pilots[c.coflow_id]
-            pilot_groups.append((g, np.array([f.flow_id in pil for f in g.flows])))
+            # the unfinished pilots, found in the group by their order (bisection)
+            live_pil = [f for f in self._pilots_of(c) if not f.done]
+            pos = self._positions(g, live_pil) if live_pil else np.zeros(0, np.int64)
+            if pos is None:  # not all in the group: look at every flow
+                pil = self._pilots[c.coflow_id]
+                mask = np.array([f.flow_id in pil for f in g.flows], dtype=bool)
+            else:
+                mask = np.zeros(g.n, dtype=bool)
+                mask[pos] = True
+            pilot_groups.append((g, mask))
         self.strict_pass(pilot_groups, res, rates)
         cont = self._contention(coflows) if self.metric == "contention" else {}
         key = {}
