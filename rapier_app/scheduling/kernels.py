@@ -119,6 +119,16 @@ def _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows):  # pragma: no co
         if act[j]:
             for k in range(W):
                 cnt[P[lo + j, k]] += 1.0
+    return _waterfill_fill(P, lo, hi, residual, tol, rate, lptr, rows, act, n_act, cnt)
+
+
+@_jit
+def _waterfill_fill(P, lo, hi, residual, tol, rate, lptr, rows, act, n_act,
+                    cnt):  # pragma: no cover - compiled
+    """The progressive filling of :func:`_waterfill_csr` once its active rows
+    (``act``, ``n_act`` >= 1 of them) and their link counts ``cnt`` are known."""
+    W = P.shape[1]
+    nl = residual.shape[0]
     cnt[nl - 1] = 0.0
     was_sat = np.empty(nl, np.bool_)
     for lk in range(nl):
@@ -182,6 +192,52 @@ def _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows):  # pragma: no co
         if froze:  # drop the links left without active flows
             nu = _keep_counted(ul, nu, cnt)
     return 0
+
+
+@_jit
+def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs, rows_all,
+                     built):  # pragma: no cover - compiled
+    """:func:`_waterfill_csr` of group ``g`` (rows ``gptr[g]..gptr[g+1]-1``) looking
+    only at its ``na`` rows listed first in ``alive[gptr[g]:]`` (global row ids,
+    increasing): the weighted pass drops a row from that list once one of its
+    links is saturated in the pass's residual, and such a row is never active
+    (its share there is 0, see :func:`weighted_kernel`).  The group's link index is
+    built into ``lptrs[g]`` and its slice of ``rows_all`` the first time the group
+    has an active row (``built[g]``).  The active rows, their link counts (exact
+    integers) and everything after are those of :func:`_waterfill_csr`, so the
+    rates and residuals are bit for bit the same."""
+    W = P.shape[1]
+    nl = residual.shape[0]
+    lo = gptr[g]
+    hi = gptr[g + 1]
+    act = np.zeros(hi - lo, np.bool_)
+    n_act = 0
+    for t in range(na):
+        i = alive[lo + t]
+        ok = True
+        for k in range(W):
+            lk = P[i, k]
+            if not residual[lk] > tol[lk]:
+                ok = False
+                break
+        if ok:
+            act[i - lo] = True
+            n_act += 1
+    if n_act == 0:
+        return 0
+    if not built[g]:
+        lp, rw = _csr(P, lo, hi, nl)
+        lptrs[g] = lp
+        rows_all[lo * W:hi * W] = rw
+        built[g] = True
+    cnt = np.zeros(nl)
+    for t in range(na):
+        i = alive[lo + t]
+        if act[i - lo]:
+            for k in range(W):
+                cnt[P[i, k]] += 1.0
+    return _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g],
+                           rows_all[lo * W:hi * W], act, n_act, cnt)
 
 
 @_jit
@@ -258,14 +314,22 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
     start = np.empty(nl)
     used = np.empty(nl)
     base = np.empty(nl)
-    # each group's link index, built once for all rounds
+    # each group's link index, built once for all rounds, when first needed
     G = gptr.shape[0] - 1
     lptrs = np.empty((G, nl + 1), np.int64)
     rows_all = np.empty(P.shape[0] * W, np.int64)
+    built = np.zeros(G, np.bool_)
+    # Per group, its rows not yet blocked: group g's are alive[gptr[g]:gptr[g] +
+    # acnt[g]], increasing.  A row is dropped when a scan finds one of its links
+    # saturated (residual <= tol).  Residuals only decrease in a pass, so it stays
+    # blocked; no queue marks a saturated link (only rows whose links are all free
+    # mark theirs), so every queue's share there is 0 and the row is never active
+    # again (nor in the final strict pass on the residual).  Skipping it skips no
+    # operation on rates or residuals.
+    alive = np.arange(P.shape[0])
+    acnt = np.empty(G, np.int64)
     for g in range(G):
-        lp, rw = _csr(P, gptr[g], gptr[g + 1], nl)
-        lptrs[g] = lp
-        rows_all[gptr[g] * W:gptr[g + 1] * W] = rw
+        acnt[g] = gptr[g + 1] - gptr[g]
     done = 0
     out[1] = 0
     while True:
@@ -277,16 +341,23 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
             for lk in range(nl):
                 mark[lk] = False
             found = False
-            for i in range(gptr[qptr[q]], gptr[qptr[q + 1]]):
-                ok = True
-                for k in range(W):
-                    if not free[P[i, k]]:
-                        ok = False
-                        break
-                if ok:
-                    found = True
+            for g in range(qptr[q], qptr[q + 1]):
+                lo = gptr[g]
+                m = 0
+                for t in range(acnt[g]):
+                    i = alive[lo + t]
+                    ok = True
                     for k in range(W):
-                        mark[P[i, k]] = True
+                        if not free[P[i, k]]:
+                            ok = False
+                            break
+                    if ok:
+                        found = True
+                        for k in range(W):
+                            mark[P[i, k]] = True
+                        alive[lo + m] = i
+                        m += 1
+                acnt[g] = m
             if found:
                 mark[L] = False
                 for lk in range(nl):
@@ -314,9 +385,9 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
             for lk in range(nl):
                 start[lk] = share[lk]
             for g in range(qptr[q], qptr[q + 1]):
-                if gptr[g + 1] > gptr[g]:
-                    if _waterfill_csr(P, gptr[g], gptr[g + 1], share, tol, rate, lptrs[g],
-                                      rows_all[gptr[g] * W:gptr[g + 1] * W]) < 0:
+                if acnt[g] > 0:
+                    if _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol, rate,
+                                        lptrs, rows_all, built) < 0:
                         return -1
             for lk in range(L):
                 used[lk] += start[lk] - share[lk]
@@ -328,9 +399,9 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
     out[0] = done
     out[1] = 1
     for g in range(G):
-        if gptr[g + 1] > gptr[g]:
-            if _waterfill_csr(P, gptr[g], gptr[g + 1], residual, tol, rate, lptrs[g],
-                              rows_all[gptr[g] * W:gptr[g + 1] * W]) < 0:
+        if acnt[g] > 0:
+            if _waterfill_alive(P, gptr, g, alive, acnt[g], residual, tol, rate, lptrs,
+                                rows_all, built) < 0:
                 return -1
     return 0
 
