@@ -164,8 +164,7 @@ class Philae(Aalo):
 
         The access-link row of a coflow is rebuilt only when its group changed,
         and the counts are reused when the coflows and every row are those of the
-        last call (a flow completion seldom frees a coflow's last flow on a port):
-        the same 0/1 matrix, so the same counts."""
+        last call: the same 0/1 matrix, so the same counts."""
         if not coflows:
             return {}
         ids = [c.coflow_id for c in coflows]

@@ -243,7 +243,7 @@ class Sincronia(_SeedScheduler):
         a coflow's row is kept from one call to the next while its active flows are
         the same (the same cached group) and it was given no bandwidth by the last
         decision (:meth:`emit`): then none of its counters moved, so the row is the
-        one that would be recomputed, bit for bit (issue 16: most orphans wait).
+        one that would be recomputed, bit for bit (issue 16).
         """
         groups = [self.group(c) for c in coflows]
         if self._sent_arr is None:  # counters read from the flows: not cached

@@ -1,0 +1,137 @@
+"""Cost of one compiled weighted pass (Aalo, Philae) in the Facebook hour's giants'
+stretch (issue 16).
+
+Replays trace coflows ``--coflows A:B`` (arrivals shifted so that A arrives at 0;
+the default 187:240 is the stretch where several coflows of 17,000-21,000 flows
+are live) under ``--scheduler`` (aalo or philae) on ``bigswitch:150`` for
+``--events`` decision points, and keeps a copy of the inputs of every
+``--every``-th call of :func:`rapier_app.scheduling.kernels.weighted_kernel`
+among the last ``--last`` ones.  Then it times the kernel on fresh copies of those
+inputs (best of ``--reps``) and prints:
+
+* ``calls``, and per call the mean ``rows`` (live flows), ``groups`` (coflows)
+  and ``queues``;
+* ``us_per_call``: the kernel's CPU time per call in microseconds (process CPU
+  time, best of ``--reps``);
+* ``fingerprint``: the first 16 hex digits of the sha256 of every call's output
+  rates, residuals and round counts.  Equal fingerprints on two code versions
+  mean the kernel's results are bit for bit the same.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/weighted_pass.py [--scheduler aalo]
+        [--coflows 187:240] [--events 3000] [--every 10] [--last 400]
+
+Raises:
+    SystemExit: a bad option value (named), or a missing trace file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
+                     "traces", "FB2010-1Hr-150-0.txt")
+
+
+def capture(scheduler: str, first: int, stop: int, events: int, every: int,
+            last: int, trace: str) -> list:
+    """The weighted kernel's inputs (copies) of the sampled calls, see module doc."""
+    from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
+    from rapier_app.scheduling import kernels, make_scheduler
+    from rapier_app.sim import simulate
+    from rapier_app.sim.simulator import SimulationError
+    from topologies import build_topology
+
+    orig = kernels.weighted_kernel
+    calls: list = []
+    n = [0]
+
+    def spy(*args):
+        n[0] += 1
+        if n[0] > events - last and n[0] % every == 0:
+            calls.append(tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a
+                               for a in args))
+        return orig(*args)
+
+    topo = build_topology("bigswitch:150")
+    tr = read_trace(trace)
+    cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo))[first:stop]
+    if not cfs:
+        raise SystemExit(f"--coflows: no coflow in {first}:{stop}")
+    t0 = cfs[0].arrival_s
+    cfs = [dataclasses.replace(c, arrival_s=c.arrival_s - t0) for c in cfs]
+    kernels.weighted_kernel = spy
+    try:
+        simulate(topo, cfs, make_scheduler(scheduler, topo), max_events=events)
+    except SimulationError:
+        pass  # stopped at --events decision points, as intended
+    finally:
+        kernels.weighted_kernel = orig
+    return calls
+
+
+def time_calls(calls: list, reps: int) -> tuple:
+    """(best total CPU seconds over ``reps``, fingerprint) of the kernel on the calls
+    (process CPU time: steadier than wall time on a shared machine)."""
+    from rapier_app.scheduling import kernels
+
+    best, digest = float("inf"), None
+    for _ in range(reps):
+        h = hashlib.sha256()
+        tot = 0.0
+        for c in calls:
+            a = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in c]
+            t = time.process_time()
+            kernels.weighted_kernel(*a)
+            tot += time.process_time() - t
+            for k in (4, 6, 8):  # residual, rate, out
+                h.update(a[k].tobytes())
+        best = min(best, tot)
+        digest = h.hexdigest()[:16]
+    return best, digest
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scheduler", default="aalo", choices=["aalo", "philae"])
+    p.add_argument("--coflows", default="187:240", help="A:B, trace coflows A..B-1")
+    p.add_argument("--events", type=int, default=3000)
+    p.add_argument("--every", type=int, default=10)
+    p.add_argument("--last", type=int, default=400)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--trace", default=TRACE)
+    a = p.parse_args(argv)
+    try:
+        first, stop = (int(x) for x in a.coflows.split(":"))
+    except ValueError:
+        raise SystemExit(f"--coflows: expected A:B, got {a.coflows!r}") from None
+    for name in ("events", "every", "last", "reps"):
+        if getattr(a, name) < 1:
+            raise SystemExit(f"--{name}: must be >= 1")
+    if not os.path.exists(a.trace):
+        raise SystemExit(f"--trace: no file {a.trace}")
+    calls = capture(a.scheduler, first, stop, a.events, a.every, a.last, a.trace)
+    if not calls:
+        raise SystemExit("no weighted pass was captured: raise --events or --last")
+    time_calls(calls[:2], 1)  # compile / load the cached kernel first
+    tot, fp = time_calls(calls, a.reps)
+    print(json.dumps({
+        "scheduler": a.scheduler, "coflows": a.coflows, "calls": len(calls),
+        "rows": round(float(np.mean([c[0].shape[0] for c in calls])), 1),
+        "groups": round(float(np.mean([len(c[1]) - 1 for c in calls])), 2),
+        "queues": round(float(np.mean([len(c[3]) for c in calls])), 2),
+        "us_per_call": round(1e6 * tot / len(calls), 1), "fingerprint": fp}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
