@@ -345,3 +345,97 @@ def test_philae_kept_contention_counts_are_the_recomputed_ones(monkeypatch):
     cfs = synthetic(topo, 25, 10, 0.02, "pareto:0.5,1.3", seed=8)
     res = simulate(topo, cfs, make_scheduler("philae", topo))
     assert len(res.coflows) == 25 and stats["calls"] > 50 and stats["reused"] > 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_csr_drop_equals_the_index_of_the_compacted_rows(seed):
+    # a group's link index is carried over when flows finish: dropping rows from it
+    # must give exactly the counting sort of the compacted rows (duplicates of the
+    # dummy link included)
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        n, L, W = int(rng.integers(1, 60)), int(rng.integers(1, 20)), int(rng.integers(1, 4))
+        P = rng.integers(0, L + 1, (n, W)).astype(np.int64)
+        pos = np.sort(rng.choice(n, int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
+        keep = np.ones(n, dtype=bool)
+        keep[pos] = False
+        lp, rw = kernels.group_csr(P, L + 1)
+        got = kernels.csr_drop(lp, rw, pos, n)
+        want = kernels.group_csr(np.ascontiguousarray(P[keep]), L + 1)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("name", ["aalo", "philae", "fifo", "optas"])
+def test_kept_link_indexes_are_the_rebuilt_ones(name, monkeypatch):
+    # the compiled passes read each group's link index kept across decisions and
+    # carried over through csr_drop when flows finish: at every pass it must equal
+    # the index built from the group's rows, and some must have been carried over
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology("bigswitch:12")
+    stats = {"calls": 0, "carried": 0}
+    orig = _SeedScheduler._stack_csr
+    seen = {}
+
+    def checked(groups, nl):
+        for g in groups:
+            if g._csr is not None and id(g) not in seen:
+                stats["carried"] += 1  # kept from before this group's first pass
+            seen[id(g)] = g
+        lptrs, rows = orig(groups, nl)
+        W = groups[0].P.shape[1] if groups else 0
+        o = 0
+        for k, g in enumerate(groups):
+            lp, rw = kernels.group_csr(np.ascontiguousarray(g.P, dtype=np.int64), nl)
+            assert np.array_equal(lptrs[k], lp)
+            assert np.array_equal(rows[o:o + g.n * W], rw)
+            o += g.n * W
+        stats["calls"] += 1
+        return lptrs, rows
+
+    monkeypatch.setattr(_SeedScheduler, "_stack_csr", staticmethod(checked))
+    cfs = synthetic(topo, 25, 10, 0.02, "pareto:0.5,1.3", seed=8)
+    res = simulate(topo, cfs, make_scheduler(name, topo))
+    assert len(res.coflows) == 25 and stats["calls"] > 50 and stats["carried"] > 0
+
+
+@pytest.mark.parametrize("name,topology", [("aalo", "bigswitch:12"), ("philae", "bigswitch:12"),
+                                           ("aalo", "fattree:4"), ("philae", "fattree:4")])
+def test_weighted_pass_memo_gives_the_full_computation(name, topology, monkeypatch):
+    # the compiled weighted pass reuses a coflow's round-1 scan and filling from the
+    # last pass over the same rows: at every pass of a whole run, the rates, the
+    # residual and the round count must be those of the numpy method on the same
+    # inputs, bit for bit, and some rows must have been served from the memo
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology(topology)
+    orig = _SeedScheduler.weighted_pass
+    stats = {"passes": 0}
+
+    def checked(self, queues, residual, rates, rounds=None):
+        r2, rates2 = residual.copy(), {k: v.copy() for k, v in rates.items()}
+        monkeypatch.setattr(kernels, "ENABLED", False)
+        try:
+            want = orig(self, queues, r2, rates2, rounds)
+        finally:
+            monkeypatch.setattr(kernels, "ENABLED", True)
+        got = orig(self, queues, residual, rates, rounds)
+        assert got == want and residual.tobytes() == r2.tobytes()
+        assert all(rates[k].tobytes() == rates2[k].tobytes() for k in rates)
+        stats["passes"] += 1
+        return got
+
+    monkeypatch.setattr(_SeedScheduler, "weighted_pass", checked)
+    s = make_scheduler(name, topo)
+    cfs = synthetic(topo, 30, 12, 0.01, "pareto:0.5,1.3", seed=5)
+    res = simulate(topo, cfs, s)
+    assert len(res.coflows) == 30 and stats["passes"] > 50
+    assert s.memo_rows[0] > 0 and s.memo_rows[1] > 0

@@ -195,17 +195,18 @@ def _waterfill_fill(P, lo, hi, residual, tol, rate, lptr, rows, act, n_act,
 
 
 @_jit
-def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs, rows_all,
-                     built):  # pragma: no cover - compiled
+def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
+                     rows_all):  # pragma: no cover - compiled
     """:func:`_waterfill_csr` of group ``g`` (rows ``gptr[g]..gptr[g+1]-1``) looking
     only at its ``na`` rows listed first in ``alive[gptr[g]:]`` (global row ids,
     increasing): the weighted pass drops a row from that list once one of its
     links is saturated in the pass's residual, and such a row is never active
-    (its share there is 0, see :func:`weighted_kernel`).  The group's link index is
-    built into ``lptrs[g]`` and its slice of ``rows_all`` the first time the group
-    has an active row (``built[g]``).  The active rows, their link counts (exact
-    integers) and everything after are those of :func:`_waterfill_csr`, so the
-    rates and residuals are bit for bit the same."""
+    (its share there is 0, see :func:`weighted_kernel`).  The group's link index
+    (:func:`_csr`) is ``lptrs[g]`` and its slice ``rows_all[gptr[g] * W:gptr[g+1] *
+    W]``.  The active rows, their link counts (exact integers) and everything after
+    are those of :func:`_waterfill_csr`, so the rates and residuals are bit for bit
+    the same.  Returns 0 when no row was active, 1 after a filling, -1 when an
+    active row crosses no link."""
     W = P.shape[1]
     nl = residual.shape[0]
     lo = gptr[g]
@@ -225,19 +226,67 @@ def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs, rows_all
             n_act += 1
     if n_act == 0:
         return 0
-    if not built[g]:
-        lp, rw = _csr(P, lo, hi, nl)
-        lptrs[g] = lp
-        rows_all[lo * W:hi * W] = rw
-        built[g] = True
     cnt = np.zeros(nl)
     for t in range(na):
         i = alive[lo + t]
         if act[i - lo]:
             for k in range(W):
                 cnt[P[i, k]] += 1.0
-    return _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g],
-                           rows_all[lo * W:hi * W], act, n_act, cnt)
+    if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g],
+                       rows_all[lo * W:hi * W], act, n_act, cnt) < 0:
+        return -1
+    return 1
+
+
+@_jit
+def csr_drop(lptr, rows, pos, n):  # pragma: no cover - compiled
+    """The link index :func:`_csr` of a group of ``n`` rows after the rows at
+    ``pos`` (int64, sorted, distinct, in ``0..n-1``) are removed and the rows after
+    them renumbered: per link the kept rows in the same (increasing) order, so the
+    result equals :func:`_csr` of the compacted rows, built in one sequential pass
+    instead of a counting sort.
+
+    Args:
+        lptr: int64 (links + 1) offsets; link l's rows are ``rows[lptr[l]:lptr[l+1]]``.
+        rows: int64 (n x width entries) row numbers ``0..n-1``.
+        pos: int64 positions removed.
+        n: rows before removal.
+
+    Returns:
+        (lptr, rows) of the ``n - len(pos)`` rows kept.
+    """
+    newid = np.empty(n, np.int64)
+    d = 0
+    p = 0
+    npos = pos.shape[0]
+    for j in range(n):
+        if p < npos and pos[p] == j:
+            newid[j] = -1
+            p += 1
+            d += 1
+        else:
+            newid[j] = j - d
+    W = rows.shape[0] // n if n else 0
+    nl1 = lptr.shape[0]
+    out_l = np.empty(nl1, np.int64)
+    out_r = np.empty(rows.shape[0] - W * npos, np.int64)
+    out_l[0] = 0
+    m = 0
+    for lk in range(nl1 - 1):
+        for e in range(lptr[lk], lptr[lk + 1]):
+            v = newid[rows[e]]
+            if v >= 0:
+                out_r[m] = v
+                m += 1
+        out_l[lk + 1] = m
+    return out_l, out_r
+
+
+def group_csr(P, nl):
+    """:func:`_csr` of all rows of ``P`` (int64, rows x width) over ``nl`` links
+    (plus the dummy counted in ``nl``): (lptr int64[nl + 1], rows int64[rows x
+    width]), link l's rows (row numbers) ``rows[lptr[l]:lptr[l+1]]`` increasing."""
+    return _csr(P, 0, P.shape[0], nl)
 
 
 @_jit
@@ -266,21 +315,70 @@ def waterfill_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
 
 
 @_jit
-def strict_kernel(P, gptr, residual, tol, rate):  # pragma: no cover - compiled
+def strict_kernel(P, gptr, residual, tol, rate, lptrs, rows_all):  # pragma: no cover
     """Strict priority over groups (coflows): group g's rows ``gptr[g]..gptr[g+1]-1``
     of ``P`` get max-min fair rates on what groups before it left
     (:meth:`.seedbase._SeedScheduler.strict_pass` with every flow eligible).  Rates
     (bit/s) are added to ``rate``; ``residual`` (bit/s) is reduced in place.
+    ``lptrs[g]`` and ``rows_all[gptr[g] * W:gptr[g+1] * W]`` are group g's link
+    index (:func:`_csr`, kept by the caller across calls).
     Returns 0, or -1 when a flow crosses no link."""
+    W = P.shape[1]
     for g in range(gptr.shape[0] - 1):
-        if gptr[g + 1] > gptr[g]:
-            if _waterfill_rows(P, gptr[g], gptr[g + 1], residual, tol, rate) < 0:
+        lo = gptr[g]
+        hi = gptr[g + 1]
+        if hi > lo:
+            if _waterfill_csr(P, lo, hi, residual, tol, rate, lptrs[g],
+                              rows_all[lo * W:hi * W]) < 0:
                 return -1
     return 0
 
 
 @_jit
-def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragma: no cover
+def _same_bits(a, b):  # pragma: no cover - compiled
+    """Whether float64 vectors ``a`` and ``b`` are equal bit for bit (signed zeros
+    and NaNs included)."""
+    ai = a.view(np.int64)
+    bi = b.view(np.int64)
+    for k in range(ai.shape[0]):
+        if ai[k] != bi[k]:
+            return False
+    return True
+
+
+@_jit
+def _same_on(a, b, lp):  # pragma: no cover - compiled
+    """Whether float64 vectors ``a`` and ``b`` are equal bit for bit on the links
+    that have a row in the link index ``lp`` (:func:`_csr`)."""
+    ai = a.view(np.int64)
+    bi = b.view(np.int64)
+    for k in range(ai.shape[0]):
+        if lp[k + 1] > lp[k] and ai[k] != bi[k]:
+            return False
+    return True
+
+
+@_jit
+def _same_flags(a, b):  # pragma: no cover - compiled
+    """Whether boolean vectors ``a`` and ``b`` are equal."""
+    for k in range(a.shape[0]):
+        if a[k] != b[k]:
+            return False
+    return True
+
+
+#: :func:`weighted_kernel` memo flags, per group: its scan before round 1 found every
+#: row free (``M_SCAN0``), its round-1 filling is recorded (``M_FILL1``), its scan
+#: after round 1 found no row free (``M_SCAN1``); ``M_FREE0``: the free-link vector
+#: of the scan before round 1 is recorded (every record depends on it); ``M_RAN1``:
+#: the round-1 filling had an active row (so it clamped negative residuals to 0).
+M_FREE0, M_SCAN0, M_FILL1, M_SCAN1, M_RAN1 = 1, 2, 4, 8, 16
+
+
+@_jit
+def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
+                    rows_all, mflag, mfree0, mmark0, min1, mout1, mfree1,
+                    lvl):  # pragma: no cover
     """Aalo Pseudocode 1's weighted sharing across queues on a network of links:
     :meth:`.seedbase._SeedScheduler.weighted_pass` with every flow eligible, compiled.
 
@@ -295,12 +393,31 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
         tol: float64 per link saturation tolerance (bit/s).
         rate: float64 per row, rates (bit/s) added in place.
         cap: most rounds to run; then a strict pass hands out what is left.
-        out: int64[2] output: rounds run, 1 if the cap was hit.
+        out: int64[4] output: rounds run, 1 if the cap was hit, and (added to)
+            rows whose round-1 filling was reused from the memo / computed.
+        lptrs, rows_all: every group's link index, as for :func:`strict_kernel`.
+        mflag, mfree0, mmark0, min1, mout1, mfree1, lvl: per group (int64 flags;
+            groups x links arrays, bool or float64; ``lvl`` per row, float64) what
+            the last pass over the *same rows* recorded, read and then overwritten
+            with this pass's record (``mflag`` 0: nothing recorded).  See below.
 
     Returns:
         0, or -1 when a flow crosses no link.
 
     Same floating-point operations in the same order as the numpy method.
+
+    Memo (issue 16).  Between two decision points most coflows keep their flows,
+    and a group's part of round 1 is a pure function of its rows and of inputs
+    the record keeps: the scan before round 1 of the free-link vector ``mfree0``
+    (its result: every row free, and the links it marks, ``mmark0``); the filling
+    of round 1 of the alive rows (fixed by ``mfree0``) and of the share vector it
+    is given (``min1``, compared bit for bit), whose results are the share vector
+    after it (``mout1``) and each row's frozen level (``lvl``, added to ``rate``
+    as the filling itself adds it: 0.0 + level is level); the scan after round 1
+    of the free-link vector ``mfree1`` (its result kept only when no row is free).
+    When the inputs are the same, the kept results are used instead of
+    recomputing them, so every rate and residual is bit for bit what the full
+    computation gives (``tests/test_kernels.py`` checks every pass of whole runs).
     """
     nl = residual.shape[0]
     L = nl - 1
@@ -314,11 +431,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
     start = np.empty(nl)
     used = np.empty(nl)
     base = np.empty(nl)
-    # each group's link index, built once for all rounds, when first needed
     G = gptr.shape[0] - 1
-    lptrs = np.empty((G, nl + 1), np.int64)
-    rows_all = np.empty(P.shape[0] * W, np.int64)
-    built = np.zeros(G, np.bool_)
     # Per group, its rows not yet blocked: group g's are alive[gptr[g]:gptr[g] +
     # acnt[g]], increasing.  A row is dropped when a scan finds one of its links
     # saturated (residual <= tol).  Residuals only decrease in a pass, so it stays
@@ -330,7 +443,10 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
     acnt = np.empty(G, np.int64)
     for g in range(G):
         acnt[g] = gptr[g + 1] - gptr[g]
+    hit0 = np.zeros(G, np.bool_)   # the record's mfree0 is this pass's
+    nflag = np.zeros(G, np.int64)  # what this pass records
     done = 0
+    scan = 0
     out[1] = 0
     while True:
         for lk in range(nl):
@@ -343,6 +459,26 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
             found = False
             for g in range(qptr[q], qptr[q + 1]):
                 lo = gptr[g]
+                n = gptr[g + 1] - lo
+                if scan == 0:
+                    h = (mflag[g] & M_FREE0) != 0 and _same_flags(mfree0[g], free)
+                    hit0[g] = h
+                    nflag[g] = M_FREE0
+                    if not h:
+                        mfree0[g, :] = free
+                    if h and (mflag[g] & M_SCAN0) != 0:
+                        nflag[g] |= M_SCAN0
+                        if n > 0:
+                            found = True
+                            for lk in range(nl):
+                                if mmark0[g, lk]:
+                                    mark[lk] = True
+                        continue
+                elif scan == 1 and hit0[g] and (mflag[g] & M_SCAN1) != 0 and \
+                        _same_flags(mfree1[g], free):
+                    nflag[g] |= M_SCAN1
+                    acnt[g] = 0
+                    continue
                 m = 0
                 for t in range(acnt[g]):
                     i = alive[lo + t]
@@ -358,6 +494,16 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
                         alive[lo + m] = i
                         m += 1
                 acnt[g] = m
+                if scan == 0 and m == n:
+                    # every row free: the links marked are the group's links (those
+                    # with a row in its link index)
+                    nflag[g] |= M_SCAN0
+                    lp = lptrs[g]
+                    for lk in range(nl):
+                        mmark0[g, lk] = lp[lk + 1] > lp[lk]
+                elif scan == 1 and m == 0:
+                    nflag[g] |= M_SCAN1
+                    mfree1[g, :] = free
             if found:
                 mark[L] = False
                 for lk in range(nl):
@@ -366,10 +512,11 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
             present[q] = found
             if found:
                 anyp = True
+        scan += 1
         if not anyp:
-            out[0] = done
-            return 0
+            break
         if done >= cap:
+            out[1] = 1
             break
         done += 1
         for lk in range(nl):
@@ -386,8 +533,40 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
                 start[lk] = share[lk]
             for g in range(qptr[q], qptr[q + 1]):
                 if acnt[g] > 0:
-                    if _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol, rate,
-                                        lptrs, rows_all, built) < 0:
+                    if done == 1:
+                        lo = gptr[g]
+                        hi = gptr[g + 1]
+                        if hit0[g] and (mflag[g] & M_FILL1) != 0 and \
+                                _same_on(min1[g], share, lptrs[g]):
+                            lp = lptrs[g]
+                            ran = (mflag[g] & M_RAN1) != 0
+                            for lk in range(nl):
+                                if lp[lk + 1] > lp[lk]:
+                                    share[lk] = mout1[g, lk]
+                                elif ran and share[lk] < 0.0:
+                                    share[lk] = 0.0
+                            if ran:
+                                nflag[g] |= M_RAN1
+                            out[2] += acnt[g]
+                        else:
+                            out[3] += acnt[g]
+                            for lk in range(nl):
+                                min1[g, lk] = share[lk]
+                            for i in range(lo, hi):
+                                lvl[i] = 0.0
+                            st = _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol,
+                                                  lvl, lptrs, rows_all)
+                            if st < 0:
+                                return -1
+                            if st > 0:
+                                nflag[g] |= M_RAN1
+                            for lk in range(nl):
+                                mout1[g, lk] = share[lk]
+                        nflag[g] |= M_FILL1
+                        for i in range(lo, hi):
+                            rate[i] += lvl[i]
+                    elif _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol, rate,
+                                          lptrs, rows_all) < 0:
                         return -1
             for lk in range(L):
                 used[lk] += start[lk] - share[lk]
@@ -396,12 +575,15 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out):  # pragm
         for lk in range(nl):
             if residual[lk] < 0.0:
                 residual[lk] = 0.0
+    for g in range(G):
+        mflag[g] = nflag[g]
     out[0] = done
-    out[1] = 1
+    if out[1] == 0:
+        return 0
     for g in range(G):
         if acnt[g] > 0:
             if _waterfill_alive(P, gptr, g, alive, acnt[g], residual, tol, rate, lptrs,
-                                rows_all, built) < 0:
+                                rows_all) < 0:
                 return -1
     return 0
 

@@ -369,7 +369,7 @@ class _Group:
     ``done_max`` the largest byte count of the coflow's finished flows."""
 
     __slots__ = ("n", "flows", "paths", "P", "L", "idx", "done_max", "_ports", "sizes",
-                 "_index", "ords")
+                 "_index", "ords", "_csr", "_memo")
 
     def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
                  idx: np.ndarray, done_max: float):
@@ -387,6 +387,23 @@ class _Group:
         #: the flows' positions in their coflow (``FlowState._ord``), increasing;
         #: filled on first use by :meth:`_SeedScheduler._positions`
         self.ords: Optional[np.ndarray] = None
+        #: the compiled passes' link index of ``P`` (:func:`kernels.group_csr`), kept
+        #: while the group lives and carried over when flows finish
+        self._csr: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        #: the last weighted pass's record for these rows (:meth:`_SeedScheduler.
+        #: _stack_memo`); a new group (flows finished) starts without one
+        self._memo: Optional[tuple] = None
+
+    def csr(self, nl: int) -> Tuple[np.ndarray, np.ndarray]:
+        """The compiled passes' link index of ``P`` over ``nl`` links (the dummy
+        included): (lptr int64[nl + 1], rows int64[n x width]), link l's rows
+        ``rows[lptr[l]:lptr[l+1]]`` in increasing order (:func:`kernels.group_csr`).
+        Built on first use and kept: a group's rows never change (finished flows make
+        a new group, which inherits it through :func:`kernels.csr_drop`)."""
+        c = self._csr
+        if c is None:
+            c = self._csr = kernels.group_csr(_i64(self.P), nl)
+        return c
 
     @property
     def ports(self) -> Tuple[np.ndarray, np.ndarray]:
@@ -446,6 +463,9 @@ class _SeedScheduler(Scheduler):
         #: rounds one pass needed (diagnostics of :meth:`weighted_pass`)
         self.rounds_capped = 0
         self.rounds_max = 0
+        #: rows whose round-1 filling the compiled weighted pass reused from its memo,
+        #: and rows it filled afresh (diagnostics of :func:`kernels.weighted_kernel`)
+        self.memo_rows = [0, 0]
 
     @staticmethod
     def _path_width(topology: Topology) -> int:
@@ -516,6 +536,11 @@ class _SeedScheduler(Scheduler):
                 g.sizes = None if old.sizes is None else old.sizes[m]
                 g.ords = None if old.ords is None else old.ords[m]
                 pos = np.flatnonzero(~m)
+                if old._ports is not None:
+                    g._ports = (old._ports[0][m], old._ports[1][m])
+                if old._csr is not None:
+                    g._csr = kernels.csr_drop(old._csr[0], old._csr[1],
+                                              pos.astype(np.int64), old.n)
             else:
                 # the old group is dropped: its arrays and path list are compacted in
                 # place (a memmove of each tail) instead of copied through a mask
@@ -529,11 +554,16 @@ class _SeedScheduler(Scheduler):
                     paths = list(compress(paths, keep.tolist()))
                 g = _Group(act, paths, _compact(old.P, pos), self._L,
                            _compact(old.idx, pos), done_max)
+                if old._csr is not None:  # carried over: one pass, no counting sort
+                    g._csr = kernels.csr_drop(old._csr[0], old._csr[1],
+                                              pos.astype(np.int64), old.n)
                 g.sizes = None if old.sizes is None else _compact(old.sizes, pos)
                 g.ords = None if old.ords is None else _compact(old.ords, pos)
+                if old._ports is not None:
+                    g._ports = (_compact(old._ports[0], pos), _compact(old._ports[1], pos))
                 # what is left of old must not be read: only its size (emit) is
                 old.P = old.idx = old.sizes = old.ords = old.paths = None
-                old._index = old._ports = None
+                old._index = old._ports = old._csr = old._memo = None
             # for emit(): g is old without these positions
             self._drops[id(g)] = (old, pos)
             self._groups[c.coflow_id] = g
@@ -589,7 +619,8 @@ class _SeedScheduler(Scheduler):
         if kernels.ENABLED and all(m is None for _, m in groups) and _distinct(groups):
             gs = [g for g, _ in groups]
             P, gptr, acc = self._stack(gs, rates)
-            if kernels.strict_kernel(P, gptr, residual, self._tol, acc) < 0:
+            lptrs, rows_all = self._stack_csr(gs, residual.shape[0])
+            if kernels.strict_kernel(P, gptr, residual, self._tol, acc, lptrs, rows_all) < 0:
                 raise SchedulerError("waterfill: a flow crosses no link")
             self._unstack(gs, acc, rates)
             return
@@ -668,10 +699,16 @@ class _SeedScheduler(Scheduler):
             qptr = np.zeros(len(queues) + 1, dtype=np.int64)
             np.cumsum([len(groups) for _, groups in queues], out=qptr[1:])
             wts = np.array([float(w) for w, _ in queues])
-            out = np.zeros(2, dtype=np.int64)
-            if kernels.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out) < 0:
+            out = np.zeros(4, dtype=np.int64)
+            lptrs, rows_all = self._stack_csr(gs, residual.shape[0])
+            memo = self._stack_memo(gs, gptr, residual.shape[0])
+            if kernels.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
+                                       lptrs, rows_all, *memo) < 0:
                 raise SchedulerError("waterfill: a flow crosses no link")
             self._unstack(gs, acc, rates)
+            self._keep_memo(gs, gptr, memo)
+            self.memo_rows[0] += int(out[2])
+            self.memo_rows[1] += int(out[3])
             done = int(out[0])
             self.rounds_max = max(self.rounds_max, done)
             if out[1] and rounds is None:
@@ -745,6 +782,52 @@ class _SeedScheduler(Scheduler):
             P = np.zeros((0, self._width), dtype=np.int64)
             acc = np.zeros(0)
         return P, gptr, acc
+
+    @staticmethod
+    def _stack_csr(groups: Sequence[_Group], nl: int) -> Tuple[np.ndarray, np.ndarray]:
+        """The groups' link indexes (:meth:`_Group.csr`) stacked for the compiled
+        passes: ``lptrs`` (int64, groups x (nl + 1)) and ``rows_all`` (int64, the
+        groups' ``rows`` concatenated in group order, so group g's start at
+        ``gptr[g] * width``)."""
+        if not groups:
+            return np.zeros((0, nl + 1), np.int64), np.zeros(0, np.int64)
+        cs = [g.csr(nl) for g in groups]
+        return np.stack([c[0] for c in cs]), np.concatenate([c[1] for c in cs])
+
+    @staticmethod
+    def _stack_memo(groups: Sequence[_Group], gptr: np.ndarray, nl: int) -> tuple:
+        """The groups' weighted-pass records (:func:`kernels.weighted_kernel`, memo)
+        stacked for the kernel: (flags int64[groups], free0, mark0 bool[groups x nl],
+        in1, out1 float64[groups x nl], free1 bool[groups x nl], lvl float64[rows]);
+        a group without a record gets flag 0 (nothing to reuse)."""
+        G = len(groups)
+        flag = np.zeros(G, np.int64)
+        free0 = np.zeros((G, nl), bool)
+        mark0 = np.zeros((G, nl), bool)
+        in1 = np.zeros((G, nl))
+        out1 = np.zeros((G, nl))
+        free1 = np.zeros((G, nl), bool)
+        lvls = []
+        for k, g in enumerate(groups):
+            m = g._memo
+            if m is None or m[1].shape[0] != nl:
+                lvls.append(np.zeros(g.n))
+                continue
+            flag[k] = m[0]
+            free0[k], mark0[k], in1[k], out1[k], free1[k] = m[1:6]
+            lvls.append(m[6])
+        lvl = np.concatenate(lvls) if lvls else np.zeros(0)
+        return flag, free0, mark0, in1, out1, free1, lvl
+
+    @staticmethod
+    def _keep_memo(groups: Sequence[_Group], gptr: np.ndarray, memo: tuple) -> None:
+        """Store each group's new weighted-pass record (views of the stacked arrays
+        :meth:`_stack_memo` made and the kernel overwrote)."""
+        flag, free0, mark0, in1, out1, free1, lvl = memo
+        fl = flag.tolist()
+        for k, g in enumerate(groups):
+            g._memo = (fl[k], free0[k], mark0[k], in1[k], out1[k], free1[k],
+                       lvl[gptr[k]:gptr[k + 1]])
 
     @staticmethod
     def _unstack(groups: Sequence[_Group], acc: np.ndarray,
