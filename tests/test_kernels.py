@@ -439,3 +439,36 @@ def test_weighted_pass_memo_gives_the_full_computation(name, topology, monkeypat
     res = simulate(topo, cfs, s)
     assert len(res.coflows) == 30 and stats["passes"] > 50
     assert s.memo_rows[0] > 0 and s.memo_rows[1] > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_simulator_sums_compiled_equal_bincount(seed):
+    # the simulator's link-load update for changed rates and its bytes-per-coflow
+    # update, compiled: bit for bit np.bincount's sums in the same order
+    from rapier_app.sim.simulator import _link_load
+
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        nflows, W, nl = int(rng.integers(1, 60)), int(rng.integers(1, 5)), int(rng.integers(1, 30))
+        glob_P = rng.integers(0, nl, (nflows, W)).astype(np.int64)
+        glob_len = rng.integers(0, W + 1, nflows).astype(np.int64)
+        m = int(rng.integers(0, nflows + 1))
+        act_idx = rng.choice(nflows, m, replace=False).astype(np.int64)
+        prev = rng.choice([0.0, 1e9, 3.3e8], m) * rng.random(m)
+        w = np.where(rng.random(m) < 0.5, prev, rng.random(m) * 1e9)
+        load = rng.random(nl) * 1e10
+        want = load.copy()
+        ch = np.flatnonzero(w != prev)
+        if ch.size:
+            want += _link_load(glob_P, glob_len, act_idx[ch], w[ch] - prev[ch], nl)
+        got = load.copy()
+        assert kernels.load_change_kernel(glob_P, glob_len, act_idx, w, prev, got) == ch.size
+        assert got.tobytes() == want.tobytes()
+        C = int(rng.integers(1, 10))
+        cof_of = rng.integers(0, C, nflows).astype(np.int64)
+        sent_g = rng.random(m) * 1e9
+        new_sent = sent_g + rng.random(m) * 1e7
+        cs = rng.random(C) * 1e9
+        want = cs + np.bincount(cof_of[act_idx], weights=new_sent - sent_g, minlength=C)
+        kernels.coflow_sent_kernel(cof_of, act_idx, new_sent, sent_g, cs)
+        assert cs.tobytes() == want.tobytes()

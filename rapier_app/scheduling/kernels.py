@@ -831,3 +831,52 @@ def maxmin_flat_kernel(lens, lidx, residual, tol, rate):  # pragma: no cover - c
         if gone:
             nlive = _keep_counted(live, nlive, cnt)
     return 0
+
+
+@_jit
+def load_change_kernel(glob_P, glob_len, act_idx, w, prev, load):  # pragma: no cover
+    """The simulator's link-load update for the flows whose rate changed: ``load +=
+    np.bincount(links of the changed flows, weights=(w - prev) repeated per link,
+    minlength=len(load))`` over the positions j with ``w[j] != prev[j]`` in order,
+    each flow's links in hop order (:func:`rapier_app.sim.simulator._link_load`).
+
+    Args:
+        glob_P: int64 (flows x width) link ids per global flow index.
+        glob_len: int64 valid entries per row of ``glob_P``.
+        act_idx: int64 global index per active position.
+        w, prev: float64 new and previous rate (bit/s) per active position.
+        load: float64 per link (bit/s), updated in place when a rate changed.
+
+    Returns:
+        How many positions changed rate (0: ``load`` untouched).
+
+    The per-link sums run in the same order as ``np.bincount``'s (from 0.0, one
+    addition per selected entry), then one addition per link, so ``load`` is bit
+    for bit what the numpy expression gives.
+    """
+    n_links = load.shape[0]
+    tmp = np.zeros(n_links)
+    nch = 0
+    for j in range(w.shape[0]):
+        if w[j] != prev[j]:
+            nch += 1
+            d = w[j] - prev[j]
+            g = act_idx[j]
+            for h in range(glob_len[g]):
+                tmp[glob_P[g, h]] += d
+    if nch:
+        for lk in range(n_links):
+            load[lk] += tmp[lk]
+    return nch
+
+
+@_jit
+def coflow_sent_kernel(cof_of, gsel, new_sent, sent_g, cof_sent):  # pragma: no cover
+    """``cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent_g,
+    minlength=len(cof_sent))`` (bytes per coflow serial), summed in the same order,
+    so bit for bit the numpy expression's result."""
+    tmp = np.zeros(cof_sent.shape[0])
+    for k in range(gsel.shape[0]):
+        tmp[cof_of[gsel[k]]] += new_sent[k] - sent_g[k]
+    for c in range(cof_sent.shape[0]):
+        cof_sent[c] += tmp[c]

@@ -27,6 +27,7 @@ import numpy as np
 from topologies import Topology, TopologyError
 
 from ..core.model import CoflowSpec, CoflowState, FlowState, InfoPolicy
+from ..scheduling import kernels as _kernels
 from ..scheduling.base import Scheduler
 
 BITS = 8.0
@@ -468,10 +469,14 @@ class Simulator:
             gsel = act_idx[sel_arr]
             # per position, the rate it sends at (0: waiting)
             w = rate_pos.copy() if n_sel == m else np.where(pos_mask, rate_pos, 0.0)
-            ch = np.flatnonzero(w != rate_prev)
-            if ch.size:
-                load_inc += _link_load(glob_P, glob_len, act_idx[ch], w[ch] - rate_prev[ch],
-                                       n_links)
+            if _kernels.ENABLED:  # the same sums, compiled (no index arrays)
+                _kernels.load_change_kernel(glob_P, glob_len, act_idx, w, rate_prev,
+                                            load_inc)
+            else:
+                ch = np.flatnonzero(w != rate_prev)
+                if ch.size:
+                    load_inc += _link_load(glob_P, glob_len, act_idx[ch],
+                                           w[ch] - rate_prev[ch], n_links)
             rate_prev = w
             if n_sel:
                 util = load_inc / cap
@@ -538,8 +543,11 @@ class Simulator:
                 if fin.size:
                     new_sent[fin] = size[gsel[fin]]
                 if reads_coflow:
-                    cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent_g,
-                                            minlength=cof_sent.shape[0])
+                    if _kernels.ENABLED:
+                        _kernels.coflow_sent_kernel(cof_of, gsel, new_sent, sent_g, cof_sent)
+                    else:
+                        cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent_g,
+                                                minlength=cof_sent.shape[0])
                 sent[gsel] = new_sent
                 if reads_bytes:
                     deque(map(setattr, compress(act_flows, pos_mask.tolist()),
