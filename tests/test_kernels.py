@@ -472,3 +472,30 @@ def test_simulator_sums_compiled_equal_bincount(seed):
         want = cs + np.bincount(cof_of[act_idx], weights=new_sent - sent_g, minlength=C)
         kernels.coflow_sent_kernel(cof_of, act_idx, new_sent, sent_g, cs)
         assert cs.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_joint_kernel_equals_waterfill_over_the_stacked_rows(seed):
+    # OPTAS's joint max-min over all large coflows reads each coflow's kept link
+    # index instead of building one over every row: same rates and residuals
+    rng = np.random.default_rng(seed)
+    for _ in range(150):
+        L, W = int(rng.integers(2, 25)), int(rng.integers(1, 5))
+        sizes = rng.integers(0, 30, int(rng.integers(1, 6)))
+        gptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        P = np.full((int(gptr[-1]), W), L, np.int64)
+        for i in range(P.shape[0]):
+            k = int(rng.integers(1, min(W, L) + 1))
+            P[i, :k] = rng.choice(L, size=k, replace=False)
+        res = np.concatenate([rng.random(L) * 1e9 * rng.choice([1.0, 0.0], L, p=[.85, .15]),
+                              [np.inf]])
+        tol = np.concatenate([np.full(L, 1e-3), [0.0]])
+        cs = [kernels.group_csr(np.ascontiguousarray(P[gptr[g]:gptr[g + 1]]), L + 1)
+              for g in range(len(sizes))]
+        lptrs = np.stack([c[0] for c in cs])
+        rows_all = np.concatenate([c[1] for c in cs])
+        r1, rate1 = res.copy(), np.zeros(P.shape[0])
+        r2, rate2 = res.copy(), np.zeros(P.shape[0])
+        assert kernels.waterfill_kernel(P, r1, tol, rate1) == 0
+        assert kernels.joint_kernel(P, gptr, r2, tol, rate2, lptrs, rows_all) == 0
+        assert rate1.tobytes() == rate2.tobytes() and r1.tobytes() == r2.tobytes()

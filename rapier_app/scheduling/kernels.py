@@ -91,12 +91,29 @@ def _waterfill_rows(P, lo, hi, residual, tol, rate):  # pragma: no cover - compi
     *added* to ``rate[row]``.  Returns 0, or -1 when an active flow crosses no link.
     The body of :func:`waterfill_kernel` (see there)."""
     lptr, rows = _csr(P, lo, hi, residual.shape[0])
-    return _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows)
+    return _waterfill_csr(P, lo, hi, residual, tol, rate, lptr.reshape((1, lptr.shape[0])),
+                          rows, _one_group(hi - lo))
 
 
 @_jit
-def _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows):  # pragma: no cover
-    """:func:`_waterfill_rows` with the rows' link index :func:`_csr` given."""
+def _one_group(n):  # pragma: no cover - compiled
+    """The group boundaries ``[0, n]`` of a single group of n rows."""
+    gp = np.empty(2, np.int64)
+    gp[0] = 0
+    gp[1] = n
+    return gp
+
+
+@_jit
+def _waterfill_csr(P, lo, hi, residual, tol, rate, lptrs, rows_all,
+                   gptr):  # pragma: no cover - compiled
+    """:func:`_waterfill_rows` with the rows' link index given per group: rows
+    ``lo..hi-1`` form groups ``gptr`` (offsets from ``lo``, ``gptr[0] = 0``); group
+    g's link index (:func:`_csr`, row numbers within the group) is ``lptrs[g]`` and
+    ``rows_all[gptr[g] * W:gptr[g+1] * W]``.  One group is the plain case; several
+    are one allocation over all their rows without building their joint index
+    (a saturated link's rows are visited group by group, each increasing: in
+    increasing order, as in the joint index)."""
     W = P.shape[1]
     nl = residual.shape[0]
     n = hi - lo
@@ -119,16 +136,20 @@ def _waterfill_csr(P, lo, hi, residual, tol, rate, lptr, rows):  # pragma: no co
         if act[j]:
             for k in range(W):
                 cnt[P[lo + j, k]] += 1.0
-    return _waterfill_fill(P, lo, hi, residual, tol, rate, lptr, rows, act, n_act, cnt)
+    return _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act,
+                           n_act, cnt)
 
 
 @_jit
-def _waterfill_fill(P, lo, hi, residual, tol, rate, lptr, rows, act, n_act,
+def _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, n_act,
                     cnt):  # pragma: no cover - compiled
     """The progressive filling of :func:`_waterfill_csr` once its active rows
-    (``act``, ``n_act`` >= 1 of them) and their link counts ``cnt`` are known."""
+    (``act``, ``n_act`` >= 1 of them) and their link counts ``cnt`` are known.  The
+    order in which a saturated link's rows freeze changes nothing: each adds the
+    same level to its own rate and subtracts exact integers from the counts."""
     W = P.shape[1]
     nl = residual.shape[0]
+    G = gptr.shape[0] - 1
     cnt[nl - 1] = 0.0
     was_sat = np.empty(nl, np.bool_)
     for lk in range(nl):
@@ -178,15 +199,18 @@ def _waterfill_fill(P, lo, hi, residual, tol, rate, lptr, rows, act, n_act,
             lk = ul[u]
             s = residual[lk] <= tol[lk]
             if s and not was_sat[lk]:
-                for e in range(lptr[lk], lptr[lk + 1]):
-                    j = rows[e]
-                    if act[j]:
-                        act[j] = False
-                        n_act -= 1
-                        rate[lo + j] += level
-                        froze = True
-                        for k in range(W):
-                            cnt[P[lo + j, k]] -= 1.0
+                for g in range(G):
+                    off = gptr[g]
+                    base = off * W
+                    for e in range(lptrs[g, lk], lptrs[g, lk + 1]):
+                        j = off + rows_all[base + e]
+                        if act[j]:
+                            act[j] = False
+                            n_act -= 1
+                            rate[lo + j] += level
+                            froze = True
+                            for k in range(W):
+                                cnt[P[lo + j, k]] -= 1.0
             was_sat[lk] = s
         cnt[nl - 1] = 0.0
         if froze:  # drop the links left without active flows
@@ -232,8 +256,8 @@ def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
         if act[i - lo]:
             for k in range(W):
                 cnt[P[i, k]] += 1.0
-    if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g],
-                       rows_all[lo * W:hi * W], act, n_act, cnt) < 0:
+    if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
+                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, n_act, cnt) < 0:
         return -1
     return 1
 
@@ -328,10 +352,21 @@ def strict_kernel(P, gptr, residual, tol, rate, lptrs, rows_all):  # pragma: no 
         lo = gptr[g]
         hi = gptr[g + 1]
         if hi > lo:
-            if _waterfill_csr(P, lo, hi, residual, tol, rate, lptrs[g],
-                              rows_all[lo * W:hi * W]) < 0:
+            if _waterfill_csr(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
+                              rows_all[lo * W:hi * W], _one_group(hi - lo)) < 0:
                 return -1
     return 0
+
+
+@_jit
+def joint_kernel(P, gptr, residual, tol, rate, lptrs, rows_all):  # pragma: no cover
+    """Max-min fair rates over all rows of the stacked groups at once
+    (:meth:`.seedbase._SeedScheduler.joint_pass` with :func:`.seedbase.waterfill`):
+    :func:`waterfill_kernel` of ``P`` with the groups' kept link indexes (as for
+    :func:`strict_kernel`) instead of one built over every row, so the same rates
+    (bit/s, added to ``rate``) and residuals, bit for bit.  Returns 0, or -1 when
+    an active flow crosses no link."""
+    return _waterfill_csr(P, 0, P.shape[0], residual, tol, rate, lptrs, rows_all, gptr)
 
 
 @_jit

@@ -648,8 +648,18 @@ class _SeedScheduler(Scheduler):
         tol)`` (:func:`waterfill` or :func:`greedy_rates`) over their stacked link rows,
         flows in group order then flow order; each group's share (bit/s) is added to
         ``rates[id(group)]`` and ``residual`` is reduced in place."""
-        P = np.concatenate([g.P for g in groups])
-        r = alloc(P, residual, self._tol)
+        if kernels.ENABLED and alloc is waterfill and groups:
+            # the groups' kept link indexes instead of one counting sort over every
+            # live flow
+            P, gptr, _ = self._stack(groups, None)
+            nl = residual.shape[0]
+            lptrs, rows_all = self._stack_csr(groups, nl)
+            r = np.zeros(P.shape[0])
+            if kernels.joint_kernel(P, gptr, residual, self._tol, r, lptrs, rows_all) < 0:
+                raise SchedulerError("waterfill: a flow crosses no link")
+        else:
+            P = np.concatenate([g.P for g in groups])
+            r = alloc(P, residual, self._tol)
         o = 0
         for g in groups:
             rates[id(g)] += r[o:o + g.n]
