@@ -131,7 +131,9 @@ def test_compiled_passes_equal_numpy_passes(seed, monkeypatch):
 
 @pytest.mark.parametrize("name", ["aalo", "philae", "optas", "sincronia", "fifo",
                                   # maxmin_flat_kernel: every decision point
-                                  "baseline", "routing-only"])
+                                  "baseline", "routing-only",
+                                  # the spread tie-break's compiled placement
+                                  "rapier", "rapier-bssi"])
 def test_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler

@@ -915,3 +915,76 @@ def coflow_sent_kernel(cof_of, gsel, new_sent, sent_g, cof_sent):  # pragma: no 
         tmp[cof_of[gsel[k]]] += new_sent[k] - sent_g[k]
     for c in range(cof_sent.shape[0]):
         cof_sent[c] += tmp[c]
+
+
+@_jit
+def greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx,
+                        out):  # pragma: no cover - compiled
+    """RAPIER's greedy spread placement (:meth:`.rapier_round.RoundingMixin.
+    _greedy_paths`) compiled: flows in ``order`` (indices, non-increasing volume),
+    flow j (``vol[j]`` bits) takes the candidate path that minimises the largest
+    ``(load_l + v) / C_l`` along it (first on ties; NaN as ``np.maximum`` and
+    ``np.argmin`` treat it), and its volume is added to ``load`` on that path's links.
+
+    Flow j's candidate paths are the ``npaths[j] x nhops[j]`` row-major block of
+    ``mflat`` at ``off[j]`` (link ids padded with the sentinel ``L =
+    len(capx) - 1``, whose ``capx`` is inf and whose load is never raised).
+    ``load`` (float64[L + 1], bits: reserved volume, then the placed flows) and
+    ``capx`` (bit/s) as in the numpy code; the chosen path index of each flow is
+    written to ``out``.  Same operations per element as the numpy code (add, then
+    divide; max and min are exact), so the same choices and loads bit for bit.
+    Source: this project's ``tie_break="spread"`` (RAPIER Alg. 2 rounding)."""
+    L = capx.shape[0] - 1
+    for t in range(order.shape[0]):
+        j = order[t]
+        v = vol[j]
+        o = off[j]
+        K = npaths[j]
+        H = nhops[j]
+        best = 0
+        if K > 1:
+            bval = 0.0
+            for k in range(K):
+                mx = 0.0
+                for h in range(H):
+                    lk = mflat[o + k * H + h]
+                    x = (load[lk] + v) / capx[lk]
+                    if h == 0:
+                        mx = x
+                    elif mx != mx:
+                        pass
+                    elif x != x or x > mx:
+                        mx = x
+                if k == 0:
+                    bval = mx
+                    if mx != mx:
+                        break
+                elif mx != mx:
+                    best = k
+                    break
+                elif mx < bval:
+                    bval = mx
+                    best = k
+        out[j] = best
+        base = o + best * H
+        for h in range(H):
+            lk = mflat[base + h]
+            if lk < L:
+                load[lk] += v
+
+
+@_jit
+def route_load_kernel(vol, off, nhops, kidx, mflat, L, load):  # pragma: no cover
+    """Bits per link when flow j (``vol[j]`` bits) takes path ``kidx[j]`` of its
+    block (layout of :func:`greedy_place_kernel`): added to ``load`` (float64[L])
+    flow by flow in flow order, hop by hop, as ``np.bincount`` over the flows'
+    concatenated link arrays adds them, so the sums are bit for bit
+    :func:`.rapier_lp.route_load`'s.  Source: RAPIER (2a) with x fixed."""
+    for j in range(vol.shape[0]):
+        H = nhops[j]
+        base = off[j] + kidx[j] * H
+        v = vol[j]
+        for h in range(H):
+            lk = mflat[base + h]
+            if lk < L:
+                load[lk] += v

@@ -74,12 +74,13 @@ class _CoflowArrays:
     ``uniform_mats``, ``all_links``
     (every candidate link, sorted), ``fid_rank`` (rank of each flow id in sorted
     order, for Algorithm 3's tie-break), ``n_cand`` (candidate paths in all),
-    ``struct`` (the :class:`LP4Structure`, once built).
+    ``struct`` (the :class:`LP4Structure`, once built), ``ecmp_k`` (per flow, the
+    index of its ECMP path in ``cand``, set by the scheduler on first use).
     """
 
     __slots__ = ("act", "fids", "flows", "n", "sizes", "cand", "mats", "uniform_mats",
                  "all_links", "fid_rank", "n_cand", "struct", "topo", "_room", "comm",
-                 "_mand", "pairs")
+                 "_mand", "pairs", "_gst", "ecmp_k")
 
     def __init__(self, act: List[FlowState], fids: tuple, cinfo: Optional[list],
                  topo: Topology, _from: Optional[tuple] = None):
@@ -96,7 +97,7 @@ class _CoflowArrays:
             rank = np.empty(n, dtype=np.int64)
             rank[sorted(range(n), key=fids.__getitem__)] = np.arange(n)
         else:
-            self.sizes, self.cand, self.mats, self.pairs, old_rank = _from
+            self.sizes, self.cand, self.mats, self.pairs, old_rank, gst, ek = _from
             rank = np.empty(n, dtype=np.int64)
             rank[np.argsort(old_rank, kind="stable")] = np.arange(n)
         self.fid_rank = rank
@@ -110,14 +111,47 @@ class _CoflowArrays:
         self.comm = None  # Commodities of LP (4), False: none share one
         self._room = None
         self._mand = None
+        self._gst = None if _from is None else gst
+        self.ecmp_k = None if _from is None else ek
 
     def subset(self, act: List[FlowState], fids: tuple, keep: List[bool]) -> "_CoflowArrays":
         """The arrays of the flows ``keep`` selects (``act``, in the same order)."""
         m = np.array(keep, dtype=bool)
+        gst = self._gst
+        if gst is not None:  # the survivors' blocks of the same flat matrix
+            gst = (gst[0][m], gst[1][m], gst[2][m], gst[3])
         return _CoflowArrays(act, fids, None, self.topo,
                              (self.sizes[m], list(compress(self.cand, keep)),
                               list(compress(self.mats, keep)), list(compress(self.pairs, keep)),
-                              self.fid_rank[m]))
+                              self.fid_rank[m], gst,
+                              None if self.ecmp_k is None else self.ecmp_k[m]))
+
+    def path_blocks(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The flows' candidate paths as padded link blocks for the compiled
+        placement (:func:`~rapier_app.scheduling.kernels.greedy_place_kernel`):
+        ``(off, npaths, nhops, mflat)``, flow j's paths the ``npaths[j] x nhops[j]``
+        row-major block of ``mflat`` at ``off[j]`` (each pair's
+        :attr:`~rapier_app.scheduling.pathcache.PairPaths.padded`, stored once per
+        pair; sentinel ``L``).  Built on first use, carried over by :meth:`subset`."""
+        if self._gst is None:
+            seen: Dict[int, tuple] = {}
+            blocks = []
+            pos = 0
+            off = np.empty(self.n, np.int64)
+            npaths = np.empty(self.n, np.int64)
+            nhops = np.empty(self.n, np.int64)
+            for j, pp in enumerate(self.pairs):
+                t = seen.get(id(pp))
+                if t is None:
+                    M = pp.padded
+                    t = seen[id(pp)] = (pos, M.shape[0], M.shape[1])
+                    blocks.append(M.ravel())
+                    pos += M.size
+                off[j], npaths[j], nhops[j] = t
+            mflat = (np.ascontiguousarray(np.concatenate(blocks), dtype=np.int64) if blocks
+                     else np.zeros(0, np.int64))
+            self._gst = (off, npaths, nhops, mflat)
+        return self._gst
 
     def route_arrays(self, routes: Dict[str, tuple], topo: Topology) -> tuple:
         """(paths per flow, their link indices concatenated, links per path)."""

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.model import FlowState
+from . import kernels
 from .pathcache import pad_rows, pair_paths
 from .rapier_lp import LP4Structure, lp4_commodities, route_load, solve_lp4, solve_lp4_aggregated
 from .rapier_plan import _CoflowArrays
@@ -60,7 +61,7 @@ class RoundingMixin:
             self.stats["lp_build_s"] += build_s
             self.stats["lp_solve_s"] += solve_s
             return (self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
-                                                                      lp_cap), lp_cap),
+                                                                      lp_cap), lp_cap, carr),
                     lp_alpha, build_s, solve_s)
         lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
                                                    self.solver, self.lp_time_limit_s,
@@ -69,28 +70,37 @@ class RoundingMixin:
         self.stats["lp_build_s"] += build_s
         self.stats["lp_solve_s"] += solve_s
         routes = self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
-                                                                  lp_cap), lp_cap)
+                                                                  lp_cap), lp_cap, carr)
         return routes, lp_alpha, build_s, solve_s
 
     def _tie(self, flows: Sequence[FlowState], vols: List[float], usable: List[List[tuple]],
-             base: Dict[str, tuple], lp_cap: np.ndarray) -> Dict[str, tuple]:
+             base: Dict[str, tuple], lp_cap: np.ndarray,
+             carr: Optional["_CoflowArrays"] = None) -> Dict[str, tuple]:
         """The ``tie_break`` rule (class docstring) applied to the rounded ``base``
-        routes: flow_id -> path."""
+        routes: flow_id -> path.  With ``carr`` (the flows' cached arrays, ``usable``
+        their full candidate lists) and the compiled kernels, the ECMP and greedy
+        routings are placed and loaded by :mod:`.kernels` on the flows' path blocks:
+        the same loads, scores and choice bit for bit."""
         if self.tie_break != "spread":
             return base
-        ecmp = []
-        for f, ps in zip(flows, usable):
-            p = self.ecmp_path(f)
-            if p not in ps:
-                return base
-            ecmp.append(p)
         vol = np.asarray(vols, dtype=float)
         B = self._cur_reserved
+        fast = carr is not None and kernels.ENABLED and usable is carr.cand
+        if fast:
+            ek = self._ecmp_index(flows, carr)
+            if ek is None:
+                return base
+        else:
+            ecmp = []
+            for f, ps in zip(flows, usable):
+                p = self.ecmp_path(f)
+                if p not in ps:
+                    return base
+                ecmp.append(p)
 
-        def score(paths) -> Tuple[float, float]:
+        def score_of(links, bits) -> Tuple[float, float]:
             # (worst (B + load) / C over the links the coflow loads, the sum of the
             # squared utilisations (B + load) / C of those links: the spread)
-            links, bits = route_load(self.topology, paths, vol)
             if B is not None:
                 bits = bits + B[links]
             if not len(links):
@@ -98,8 +108,25 @@ class RoundingMixin:
             u = bits / lp_cap[links]
             return float(np.max(u)), float(np.dot(u, u))
 
-        cands = [(score(ecmp), ecmp), (score([base[f.flow_id] for f in flows]), None),
-                 (score(g := self._greedy_paths(flows, vol, usable, lp_cap, B)), g)]
+        def score(paths) -> Tuple[float, float]:
+            return score_of(*route_load(self.topology, paths, vol))
+
+        if fast:
+            off, npaths, nhops, mflat = carr.path_blocks()
+            L = len(lp_cap)
+
+            def score_k(kidx) -> Tuple[float, float]:
+                load = np.zeros(L)
+                kernels.route_load_kernel(vol, off, nhops, kidx, mflat, L, load)
+                links = np.flatnonzero(load > 0)
+                return score_of(links, load[links])
+
+            gk = self._greedy_index(vol, carr, lp_cap, B)
+            cands = [(score_k(ek), ek), (score([base[f.flow_id] for f in flows]), None),
+                     (score_k(gk), gk)]
+        else:
+            cands = [(score(ecmp), ecmp), (score([base[f.flow_id] for f in flows]), None),
+                     (score(g := self._greedy_paths(flows, vol, usable, lp_cap, B)), g)]
         best_w = min(c[0][0] for c in cands)
         tied = [c for c in cands if c[0][0] <= best_w * (1 + 1e-9)]
         best_s = min(c[0][1] for c in tied)
@@ -107,8 +134,52 @@ class RoundingMixin:
         # ties go to ECMP, then the LP's rounding, then the greedy placement
         for (w, s2), paths in tied:
             if s2 <= best_s * (1 + 1e-9):
-                return base if paths is None else {f.flow_id: p for f, p in zip(flows, paths)}
+                if paths is None:
+                    return base
+                if fast:
+                    paths = [ps[k] for ps, k in zip(usable, paths.tolist())]
+                return {f.flow_id: p for f, p in zip(flows, paths)}
         return base
+
+    def _ecmp_index(self, flows: Sequence[FlowState],
+                    carr: "_CoflowArrays") -> Optional[np.ndarray]:
+        """Per flow of ``carr``, the index of its :meth:`ecmp_path` in its candidate
+        list (int64 array, cached on ``carr``), or None when some flow's ECMP path
+        is not a candidate (then the tie-break keeps the rounding)."""
+        ek = carr.ecmp_k
+        if ek is None:
+            out = np.empty(len(flows), np.int64)
+            for j, (f, ps) in enumerate(zip(flows, carr.cand)):
+                p = self.ecmp_path(f)
+                if len(ps) == 1:
+                    if p != ps[0]:
+                        out = False
+                        break
+                    out[j] = 0
+                    continue
+                try:
+                    out[j] = ps.index(p)
+                except ValueError:
+                    out = False
+                    break
+            ek = carr.ecmp_k = out
+        return None if ek is False else ek
+
+    def _greedy_index(self, vol: np.ndarray, carr: "_CoflowArrays", cap: np.ndarray,
+                      reserved: Optional[np.ndarray]) -> np.ndarray:
+        """:meth:`_greedy_paths` of ``carr``'s flows over their full candidate lists,
+        compiled (:func:`~rapier_app.scheduling.kernels.greedy_place_kernel`): the
+        chosen path index per flow (int64 array)."""
+        off, npaths, nhops, mflat = carr.path_blocks()
+        L = len(cap)
+        load = np.zeros(L + 1)
+        if reserved is not None:
+            load[:L] = reserved
+        capx = np.append(cap, np.inf)
+        out = np.zeros(len(vol), np.int64)
+        kernels.greedy_place_kernel(np.argsort(-vol, kind="stable"), vol, off, npaths, nhops,
+                                    mflat, load, capx, out)
+        return out
 
     def _greedy_paths(self, flows: Sequence[FlowState], vol: np.ndarray,
                       usable: List[List[tuple]], cap: np.ndarray,
