@@ -501,3 +501,84 @@ def test_joint_kernel_equals_waterfill_over_the_stacked_rows(seed):
         assert kernels.waterfill_kernel(P, r1, tol, rate1) == 0
         assert kernels.joint_kernel(P, gptr, r2, tol, rate2, lptrs, rows_all) == 0
         assert rate1.tobytes() == rate2.tobytes() and r1.tobytes() == r2.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_argmax_rows_is_the_per_row_argmax(seed):
+    # the vectorised argmax rounding: first maximum per row, ties included
+    rng = np.random.default_rng(seed)
+    ms = [rng.integers(0, 3, int(rng.integers(1, 7))).astype(float) for _ in range(300)]
+    want = [int(np.argmax(m)) for m in ms]
+    assert kernels.argmax_rows(ms).tolist() == want
+    assert kernels.argmax_rows(ms + [np.array([1.0, np.nan])]) is None
+    assert kernels.argmax_rows(ms + [np.zeros(0)]) is None
+
+
+def _rapier_arrays(topology, seed):
+    from rapier_app.core.model import CoflowState, InfoPolicy
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from topologies import build_topology
+
+    topo = build_topology(topology)
+    s = make_scheduler("rapier", topo)
+    c = synthetic(topo, 1, 40, 0.0, seed=seed)[0]
+    return topo, s._coflow_arrays(CoflowState(c, InfoPolicy(True)))
+
+
+@pytest.mark.parametrize("topology", ["fattree:4", "vl2:4,4,2", "fig1"])
+def test_any_room_and_route_gather_compiled_equal_numpy(topology, monkeypatch):
+    # any_room on the path blocks = the reduceat over the candidate rows; the
+    # route links gathered from the blocks = route_arrays from the path tuples
+    topo, e = _rapier_arrays(topology, 1)
+    rng = np.random.default_rng(0)
+    L = len(topo.capacity)
+    for _ in range(20):
+        res = topo.capacity * rng.choice([1.0, 0.3, 0.0], size=L, p=[.5, .3, .2])
+        monkeypatch.setattr(kernels, "ENABLED", False)
+        want = e.any_room(res)
+        monkeypatch.setattr(kernels, "ENABLED", True)
+        got = e.any_room(res)
+        assert got.tolist() == want.tolist()
+        kidx = np.array([int(rng.integers(0, len(c))) for c in e.cand], np.int64)
+        routes = {f: c[k] for f, c, k in zip(e.fids, e.cand, kidx.tolist())}
+        monkeypatch.setattr(kernels, "ENABLED", False)
+        p0, l0, n0 = e.route_arrays(routes, topo)
+        monkeypatch.setattr(kernels, "ENABLED", True)
+        p1, l1, n1 = e.route_arrays(routes, topo, kidx)
+        assert p0 == p1 and l0.tolist() == l1.tolist() and n0.tolist() == n1.tolist()
+    assert not all(e.any_room(np.zeros(L)))
+
+
+def test_path_block_kernels_hand_case_with_padding():
+    # links 0..4, sentinel 5: flow 0 has paths [0, 1] (padded) and [2, 3, 4],
+    # flow 1 the single path [4]
+    off = np.array([0, 6], np.int64)
+    npaths = np.array([2, 1], np.int64)
+    nhops = np.array([3, 1], np.int64)
+    mflat = np.array([0, 1, 5, 2, 3, 4, 4], np.int64)
+    lens = np.empty(2, np.int64)
+    lidx = kernels.gather_routes_kernel(off, nhops, np.array([0, 0], np.int64), mflat, 5, lens)
+    assert lidx.tolist() == [0, 1, 4] and lens.tolist() == [2, 1]
+    lidx = kernels.gather_routes_kernel(off, nhops, np.array([1, 0], np.int64), mflat, 5, lens)
+    assert lidx.tolist() == [2, 3, 4, 4] and lens.tolist() == [3, 1]
+    capx = np.array([10.0] * 5 + [np.inf])
+    vol = np.array([5.0, 3.0])
+    order = np.array([0, 1], np.int64)
+    load, out = np.zeros(6), np.zeros(2, np.int64)
+    # both paths of flow 0 reach 0.5: the first wins; the sentinel is never loaded
+    kernels.greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx, out)
+    assert out.tolist() == [0, 0] and load.tolist() == [5, 5, 0, 0, 3, 0]
+    load = np.array([10.0, 0, 0, 0, 0, 0])  # 10 bits reserved on link 0: 1.5 vs 0.8
+    kernels.greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx, out)
+    assert out.tolist() == [1, 0] and load.tolist() == [10, 0, 5, 5, 8, 0]
+    room = np.empty(2, bool)
+    rx = np.array([1.0, 0.0, 1.0, 1.0, 1.0, np.inf])
+    kernels.any_room_kernel(off, npaths, nhops, mflat, rx, room)
+    assert room.tolist() == [True, True]
+    rx[4] = np.nan  # NaN is no room, as in the numpy reduceat
+    kernels.any_room_kernel(off, npaths, nhops, mflat, rx, room)
+    assert room.tolist() == [False, False]
+    load = np.zeros(5)
+    kernels.route_load_kernel(vol, off, nhops, np.array([1, 0], np.int64), mflat, 5, load)
+    assert load.tolist() == [0, 0, 5, 5, 8]

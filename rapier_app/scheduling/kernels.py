@@ -988,3 +988,74 @@ def route_load_kernel(vol, off, nhops, kidx, mflat, L, load):  # pragma: no cove
             lk = mflat[base + h]
             if lk < L:
                 load[lk] += v
+
+
+@_jit
+def any_room_kernel(off, npaths, nhops, mflat, rx, out):  # pragma: no cover - compiled
+    """Per flow (path blocks of :func:`greedy_place_kernel`): whether some candidate
+    path has ``rx > 0`` on every link (``rx``: residual in bit/s with an inf entry
+    for the sentinel link; a NaN counts as no room, as ``np.minimum`` and ``> 0``
+    treat it).  Written to ``out`` (bool).  :meth:`.rapier_plan._CoflowArrays.
+    any_room` compiled; RAPIER Alg. 3 (a flow with room on some candidate)."""
+    for j in range(off.shape[0]):
+        o = off[j]
+        H = nhops[j]
+        found = False
+        for k in range(npaths[j]):
+            ok = True
+            for h in range(H):
+                if not rx[mflat[o + k * H + h]] > 0.0:
+                    ok = False
+                    break
+            if ok:
+                found = True
+                break
+        out[j] = found
+
+
+@_jit
+def gather_routes_kernel(off, nhops, kidx, mflat, L, lens):  # pragma: no cover
+    """The link indices of path ``kidx[j]`` of each flow's block (layout of
+    :func:`greedy_place_kernel`), sentinel entries dropped, concatenated in flow
+    order (int64 array returned); each flow's count is written to ``lens``.  The
+    ``r_lidx, r_lens`` of :meth:`.rapier_plan._CoflowArrays.route_arrays`."""
+    n = off.shape[0]
+    tot = 0
+    for j in range(n):
+        base = off[j] + kidx[j] * nhops[j]
+        c = 0
+        for h in range(nhops[j]):
+            if mflat[base + h] < L:
+                c += 1
+        lens[j] = c
+        tot += c
+    out = np.empty(tot, np.int64)
+    t = 0
+    for j in range(n):
+        base = off[j] + kidx[j] * nhops[j]
+        for h in range(nhops[j]):
+            lk = mflat[base + h]
+            if lk < L:
+                out[t] = lk
+                t += 1
+    return out
+
+
+def argmax_rows(ms) -> "np.ndarray | None":
+    """``[int(np.argmax(m)) for m in ms]`` as an int64 array, vectorised over the
+    concatenated rows (first maximum of each row, as ``np.argmax``); None when a
+    row is empty or holds a NaN (then the caller takes the per-row argmax)."""
+    n = len(ms)
+    if not n:
+        return np.zeros(0, np.int64)
+    lens = np.fromiter(map(len, ms), np.int64, n)
+    if not lens.all():
+        return None
+    flat = np.concatenate(ms)
+    if np.isnan(flat).any():
+        return None
+    starts = np.zeros(n, np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    mx = np.maximum.reduceat(flat, starts)
+    hit = np.flatnonzero(flat == np.repeat(mx, lens))
+    return hit[np.searchsorted(hit, starts)] - starts

@@ -361,11 +361,11 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
                 struct = LP4Structure(topo, cand, use_mats)
                 e.struct = struct
             self._cur_reserved = res_b
-            routes, lp_alpha, build_s, solve_s = self._route_by_lp(
+            routes, lp_alpha, build_s, solve_s, kidx = self._route_by_lp(
                 flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None,
                 e if usable is cand else None, res_b)
             self._cur_reserved = None
-            ra = e.route_arrays(routes, topo)
+            ra = e.route_arrays(routes, topo, kidx if usable is cand else None)
             if full and self.fast:
                 self._full_routes[cid] = (key, e, routes, lp_alpha, build_s, solve_s, ra)
         paths, r_lidx, r_lens = ra

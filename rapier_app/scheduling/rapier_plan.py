@@ -18,6 +18,7 @@ import numpy as np
 from topologies import Topology
 
 from ..core.model import FlowState
+from . import kernels
 
 @dataclass
 class CoflowPlan:
@@ -153,8 +154,18 @@ class _CoflowArrays:
             self._gst = (off, npaths, nhops, mflat)
         return self._gst
 
-    def route_arrays(self, routes: Dict[str, tuple], topo: Topology) -> tuple:
-        """(paths per flow, their link indices concatenated, links per path)."""
+    def route_arrays(self, routes: Dict[str, tuple], topo: Topology,
+                     kidx: Optional[np.ndarray] = None) -> tuple:
+        """(paths per flow, their link indices concatenated, links per path).
+        ``kidx``: optional, per flow, the index of its route in its candidate list
+        (then the links are gathered from the path blocks, compiled: the same
+        arrays)."""
+        if kidx is not None and kernels.ENABLED:
+            off, npaths, nhops, mflat = self.path_blocks()
+            lens = np.empty(self.n, np.int64)
+            lidx = kernels.gather_routes_kernel(off, nhops, kidx, mflat,
+                                                len(topo.capacity), lens)
+            return [routes[f] for f in self.fids], lidx, lens
         if self.n_cand == self.n and self.uniform_mats:  # one path per flow
             paths = [c[0] for c in self.cand]
             shapes = {m.shape for m in self.mats}
@@ -199,7 +210,17 @@ class _CoflowArrays:
         return [self.topo.path_links(p).tolist() for p in self.cand[j]]
 
     def any_room(self, residual: np.ndarray) -> np.ndarray:
-        """Per flow: does some candidate path have residual > 0 on every link?"""
+        """Per flow: does some candidate path have residual > 0 on every link?
+        ``residual`` in bit/s; returns a bool array (compiled on the flows' path
+        blocks when the kernels are on: the same answers)."""
+        if kernels.ENABLED:
+            off, npaths, nhops, mflat = self.path_blocks()
+            rx = np.empty(len(residual) + 1)
+            rx[:-1] = residual
+            rx[-1] = np.inf
+            out = np.empty(self.n, bool)
+            kernels.any_room_kernel(off, npaths, nhops, mflat, rx, out)
+            return out
         if self._room is None:
             rows, plens, npaths = [], [], []
             for ps, m in zip(self.cand, self.mats):

@@ -39,10 +39,11 @@ class RoundingMixin:
                      reserved: Optional[np.ndarray] = None) -> tuple:
         """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` (with ``reserved`` bits per link,
         see :func:`solve_lp4`) and round. Returns (routes, lp_alpha, build_s,
-        solve_s)."""
+        solve_s, kidx): ``kidx`` is, per flow, the index of its route in its
+        candidate list when known (the compiled path with ``carr``), else None."""
         if all(len(ps) == 1 for ps in usable):
             return dict(zip([f.flow_id for f in flows], [ps[0] for ps in usable])), \
-                None, 0.0, 0.0
+                None, 0.0, 0.0, None
         agg = None
         if link_mats is not None and (self.aggregate or (
                 self.aggregate is None and
@@ -57,45 +58,52 @@ class RoundingMixin:
                 reserved)
         if agg is not None:
             lp_alpha, ms, build_s, solve_s, _ = agg
-            self.stats["lp_solves"] += 1
-            self.stats["lp_build_s"] += build_s
-            self.stats["lp_solve_s"] += solve_s
-            return (self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
-                                                                      lp_cap), lp_cap, carr),
-                    lp_alpha, build_s, solve_s)
-        lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
-                                                   self.solver, self.lp_time_limit_s,
-                                                   link_mats, structure, reserved)
+        else:
+            lp_alpha, ms, build_s, solve_s = solve_lp4(self.topology, vols, usable, lp_cap,
+                                                       self.solver, self.lp_time_limit_s,
+                                                       link_mats, structure, reserved)
         self.stats["lp_solves"] += 1
         self.stats["lp_build_s"] += build_s
         self.stats["lp_solve_s"] += solve_s
-        routes = self._tie(flows, vols, usable, self.round_routes(flows, vols, usable, ms,
-                                                                  lp_cap), lp_cap, carr)
-        return routes, lp_alpha, build_s, solve_s
+        kidx = None
+        if carr is not None and usable is carr.cand and kernels.ENABLED and \
+                type(self).round_routes is RoundingMixin.round_routes:
+            # the argmax rounding (round_routes) vectorised: the same first maxima
+            kidx = kernels.argmax_rows(ms)
+        if kidx is not None:
+            base = dict(zip([f.flow_id for f in flows],
+                            [ps[k] for ps, k in zip(usable, kidx.tolist())]))
+        else:
+            base = self.round_routes(flows, vols, usable, ms, lp_cap)
+        routes, kidx = self._tie(flows, vols, usable, base, lp_cap, carr, kidx)
+        return routes, lp_alpha, build_s, solve_s, kidx
 
     def _tie(self, flows: Sequence[FlowState], vols: List[float], usable: List[List[tuple]],
              base: Dict[str, tuple], lp_cap: np.ndarray,
-             carr: Optional["_CoflowArrays"] = None) -> Dict[str, tuple]:
+             carr: Optional["_CoflowArrays"] = None,
+             base_k: Optional[np.ndarray] = None) -> tuple:
         """The ``tie_break`` rule (class docstring) applied to the rounded ``base``
-        routes: flow_id -> path.  With ``carr`` (the flows' cached arrays, ``usable``
-        their full candidate lists) and the compiled kernels, the ECMP and greedy
-        routings are placed and loaded by :mod:`.kernels` on the flows' path blocks:
-        the same loads, scores and choice bit for bit."""
+        routes: returns (flow_id -> path, the routes' candidate indexes or None).
+        With ``carr`` (the flows' cached arrays, ``usable`` their full candidate
+        lists) and the compiled kernels, the ECMP and greedy routings are placed and
+        loaded by :mod:`.kernels` on the flows' path blocks (``base_k``: the
+        indexes of ``base``, when known): the same loads, scores and choice bit
+        for bit."""
         if self.tie_break != "spread":
-            return base
+            return base, base_k
         vol = np.asarray(vols, dtype=float)
         B = self._cur_reserved
         fast = carr is not None and kernels.ENABLED and usable is carr.cand
         if fast:
             ek = self._ecmp_index(flows, carr)
             if ek is None:
-                return base
+                return base, base_k
         else:
             ecmp = []
             for f, ps in zip(flows, usable):
                 p = self.ecmp_path(f)
                 if p not in ps:
-                    return base
+                    return base, base_k
                 ecmp.append(p)
 
         def score_of(links, bits) -> Tuple[float, float]:
@@ -122,7 +130,9 @@ class RoundingMixin:
                 return score_of(links, load[links])
 
             gk = self._greedy_index(vol, carr, lp_cap, B)
-            cands = [(score_k(ek), ek), (score([base[f.flow_id] for f in flows]), None),
+            cands = [(score_k(ek), ek),
+                     (score([base[f.flow_id] for f in flows]) if base_k is None
+                      else score_k(base_k), None),
                      (score_k(gk), gk)]
         else:
             cands = [(score(ecmp), ecmp), (score([base[f.flow_id] for f in flows]), None),
@@ -135,11 +145,13 @@ class RoundingMixin:
         for (w, s2), paths in tied:
             if s2 <= best_s * (1 + 1e-9):
                 if paths is None:
-                    return base
+                    return base, base_k
                 if fast:
-                    paths = [ps[k] for ps, k in zip(usable, paths.tolist())]
-                return {f.flow_id: p for f, p in zip(flows, paths)}
-        return base
+                    k = paths
+                    paths = [ps[i] for ps, i in zip(usable, k.tolist())]
+                    return {f.flow_id: p for f, p in zip(flows, paths)}, k
+                return {f.flow_id: p for f, p in zip(flows, paths)}, None
+        return base, base_k
 
     def _ecmp_index(self, flows: Sequence[FlowState],
                     carr: "_CoflowArrays") -> Optional[np.ndarray]:
