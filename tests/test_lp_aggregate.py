@@ -93,3 +93,53 @@ def test_bad_aggregate_threshold_names_the_field():
 
     with pytest.raises(SchedulerError, match="aggregate_min_paths"):
         make_scheduler("rapier", fat_tree(4), aggregate_min_paths=-1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_expansion_equals_numpy_expansion(seed, monkeypatch):
+    # the compiled expansion (kernels.expand_commodities_kernel) gives the numpy
+    # code's rows bit for bit: equal volumes (stable order), zero volumes,
+    # commodities with one path and partly used links included
+    from rapier_app.scheduling import kernels
+
+    topo = fat_tree(4, hosts_per_edge=4)
+    cf = synthetic(topo, 1, 60, 0.0, sizes="uniform:1,4", seed=seed)[0]
+    vols, paths, mats = _inputs(topo, cf)
+    vols = [float(int(v / 8e6)) * 8e6 for v in vols]  # whole MB: many equal volumes
+    vols[seed] = 0.0
+    cap = topo.capacity.astype(float)
+    if seed % 2:
+        cap = cap * np.random.default_rng(seed).uniform(0.3, 1.0, cap.shape)
+    out = []
+    for on in (False, True):
+        monkeypatch.setattr(kernels, "ENABLED", on)
+        a, ms, _, _, _ = solve_lp4_aggregated(vols, mats, cap)
+        out.append((a, [np.asarray(m).tobytes() for m in ms]))
+    assert out[0] == out[1]
+    assert len({len(m) for m in out[1][1]}) > 1  # paths per flow differ (1, 2, 4)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_commodities_of_survivors_equal_a_fresh_grouping(seed):
+    # commodities_subset (carried over when flows finish) = lp4_commodities of the
+    # survivors' matrices: same members, numbering, inner paths and host links
+    from rapier_app.scheduling.rapier_lp import commodities_subset, lp4_commodities
+
+    topo = fat_tree(4, hosts_per_edge=4)
+    cf = synthetic(topo, 1, 60, 0.0, seed=seed)[0]
+    _, _, mats = _inputs(topo, cf)
+    cm = lp4_commodities(mats)
+    rng = np.random.default_rng(seed)
+    for p_keep in (0.9, 0.5, 0.1):
+        keep = rng.random(len(mats)) < p_keep
+        got = commodities_subset(cm, keep)
+        want = lp4_commodities([m for m, k in zip(mats, keep) if k])
+        if want is None:
+            assert got is None
+            continue
+        assert got.members == want.members and got.lp_rows == want.lp_rows
+        assert got.comm_of.tolist() == want.comm_of.tolist()
+        assert got.host_first.tolist() == want.host_first.tolist()
+        assert got.host_last.tolist() == want.host_last.tolist()
+        assert [a.tobytes() for a in got.inner] == [a.tobytes() for a in want.inner]
+    assert commodities_subset(cm, np.zeros(len(mats), bool)) is None

@@ -1048,14 +1048,92 @@ def argmax_rows(ms) -> "np.ndarray | None":
     n = len(ms)
     if not n:
         return np.zeros(0, np.int64)
-    lens = np.fromiter(map(len, ms), np.int64, n)
-    if not lens.all():
-        return None
-    flat = np.concatenate(ms)
+    if hasattr(ms, "flat") and hasattr(ms, "starts"):  # rapier_lp.RowBlocks: rows in order
+        flat, starts, lens = ms.flat, ms.starts, ms.lens
+        if not lens.all():
+            return None
+    else:
+        lens = np.fromiter(map(len, ms), np.int64, n)
+        if not lens.all():
+            return None
+        flat = np.concatenate(ms)
+        starts = np.zeros(n, np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
     if np.isnan(flat).any():
         return None
-    starts = np.zeros(n, np.int64)
-    np.cumsum(lens[:-1], out=starts[1:])
     mx = np.maximum.reduceat(flat, starts)
     hit = np.flatnonzero(flat == np.repeat(mx, lens))
     return hit[np.searchsorted(hit, starts)] - starts
+
+
+@_jit
+def expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot, alpha,
+                              fo, out):  # pragma: no cover - compiled
+    """The per-flow optimum of :func:`.rapier_lp.solve_lp4_aggregated` from its
+    commodity solution, compiled: commodity g's flows ``mflat[mptr[g]:mptr[g+1]]``
+    (member order) fill its ``K[g]`` paths in order of non-increasing volume
+    (``vols``, bits; a stable sort, as ``np.argsort(-v, kind="stable")``) up to the
+    quotas ``V_g m_gk / alpha``; ``has_m[g]`` is 0 for a commodity without a routing
+    choice (then each flow gets ``alpha`` on its first path), else its LP values are
+    ``mg_flat[mg_off[g]:mg_off[g] + K[g]]`` with sum ``tot[g]`` (computed by numpy,
+    whose sum is pairwise).  Flow j's row (1/s) is written to ``out[fo[j]:fo[j] +
+    K]``.  Each element is computed with the numpy code's operations in its order
+    (sequential cumulative sums, then elementwise), so the rows are bit for bit the
+    same.  Source: RAPIER model (4), the expansion of the commodity LP."""
+    G = mptr.shape[0] - 1
+    for g in range(G):
+        a = mptr[g]
+        b = mptr[g + 1]
+        k_n = K[g]
+        if has_m[g] == 0 or k_n == 1:
+            for t in range(a, b):
+                j = mflat[t]
+                o = fo[j]
+                out[o] = alpha
+                for k in range(1, k_n):
+                    out[o + k] = 0.0
+            continue
+        nm = b - a
+        negv = np.empty(nm)
+        for t in range(nm):
+            negv[t] = -vols[mflat[a + t]]
+        srt = np.argsort(negv, kind="mergesort")
+        v = np.empty(nm)
+        c_hi = np.empty(nm)
+        acc = 0.0
+        for t in range(nm):
+            v[t] = vols[mflat[a + srt[t]]]
+            acc = acc + v[t] if t else v[t]
+            c_hi[t] = acc
+        total = c_hi[nm - 1]
+        frac = np.empty(k_n)
+        mo = mg_off[g]
+        tg = tot[g]
+        if tg > 0:
+            for k in range(k_n):
+                frac[k] = mg_flat[mo + k] / tg
+        else:
+            for k in range(k_n):
+                frac[k] = 1.0 / k_n
+        q_hi = np.empty(k_n)
+        s = 0.0
+        for k in range(k_n):
+            s = s + frac[k] if k else frac[k]
+            q_hi[k] = s * total
+        q_hi[k_n - 1] = total
+        for t in range(nm):
+            j = mflat[a + srt[t]]
+            o = fo[j]
+            vt = v[t]
+            hi = c_hi[t]
+            lo = hi - vt
+            for k in range(k_n):
+                qh = q_hi[k]
+                ql = q_hi[k - 1] if k else 0.0
+                x = (hi if hi < qh else qh) - (lo if lo > ql else ql)
+                if x < 0.0:
+                    x = 0.0
+                if vt > 0:
+                    out[o + k] = (x / vt) * alpha
+                else:
+                    out[o + k] = frac[k] * alpha

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from topologies import Topology
 
 from ..core.model import FlowState
+from . import kernels
 
 BITS = 8.0
 MEGA = 1e6
@@ -337,7 +339,8 @@ class Commodities:
     :class:`LP4Structure`, built on first use).
     """
 
-    __slots__ = ("members", "inner", "host_first", "host_last", "comm_of", "lp_rows", "struct")
+    __slots__ = ("members", "inner", "host_first", "host_last", "comm_of", "lp_rows", "struct",
+                 "kern")
 
 
 def lp4_commodities(link_mats: Sequence[np.ndarray]) -> Optional[Commodities]:
@@ -377,7 +380,81 @@ def lp4_commodities(link_mats: Sequence[np.ndarray]) -> Optional[Commodities]:
     cm.host_first, cm.host_last, cm.comm_of = host_first, host_last, comm_of
     cm.lp_rows = [g for g in range(len(inner)) if inner[g].shape[0] > 1 and inner[g].shape[1] > 0]
     cm.struct = None
+    cm.kern = None
     return cm
+
+
+def commodities_subset(cm: Optional[Commodities], keep) -> Optional[Commodities]:
+    """:func:`lp4_commodities` of the flows ``keep`` (bool per flow) selects, from
+    the commodities ``cm`` of all of them, without reading their matrices: a
+    commodity is a key shared by its flows, so the survivors' commodities are the
+    old ones restricted, numbered again in order of their first surviving flow, as
+    a fresh grouping numbers them.  None when no two survivors share one (or ``cm``
+    is None).  Source: RAPIER model (4), as :func:`lp4_commodities`."""
+    if cm is None:
+        return None
+    keep = np.asarray(keep, dtype=bool)
+    co = cm.comm_of[keep]
+    n = co.shape[0]
+    uniq, first = np.unique(co, return_index=True)
+    old_g = uniq[np.argsort(first, kind="stable")]
+    G = old_g.shape[0]
+    if G == n:
+        return None
+    remap = np.full(len(cm.inner), -1, np.int64)
+    remap[old_g] = np.arange(G, dtype=np.int64)
+    comm_of = remap[co]
+    srt = np.argsort(comm_of, kind="stable")
+    bounds = np.cumsum(np.bincount(comm_of, minlength=G))[:-1]
+    out = Commodities()
+    out.members = [a.tolist() for a in np.split(srt, bounds)]
+    out.inner = [cm.inner[g] for g in old_g.tolist()]
+    out.host_first, out.host_last = cm.host_first[keep], cm.host_last[keep]
+    out.comm_of = comm_of
+    out.lp_rows = [g for g in range(G)
+                   if out.inner[g].shape[0] > 1 and out.inner[g].shape[1] > 0]
+    out.struct = None
+    out.kern = None
+    return out
+
+
+class RowBlocks(Sequence):
+    """Per-flow rows of LP (4) values (1/s) stored in one flat array: row j is
+    ``flat[starts[j]:starts[j] + lens[j]]`` (a view).  What the compiled
+    :func:`solve_lp4_aggregated` returns instead of a list of arrays; indexing and
+    iteration give the same rows."""
+
+    __slots__ = ("flat", "starts", "lens")
+
+    def __init__(self, flat: np.ndarray, starts: np.ndarray, lens: np.ndarray):
+        self.flat, self.starts, self.lens = flat, starts, lens
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[i] for i in range(*j.indices(len(self)))]
+        a = int(self.starts[j])
+        return self.flat[a:a + int(self.lens[j])]
+
+
+def _commodity_layout(cm: "Commodities", n: int) -> tuple:
+    """The flat arrays :func:`~rapier_app.scheduling.kernels.
+    expand_commodities_kernel` reads, kept on ``cm``: (members flat, member
+    offsets, paths per commodity, per-flow row offsets, per-flow row lengths)."""
+    if cm.kern is None:
+        members = cm.members
+        mptr = np.zeros(len(members) + 1, np.int64)
+        np.cumsum([len(m) for m in members], out=mptr[1:])
+        mflat = np.fromiter((j for m in members for j in m), np.int64, int(mptr[-1]))
+        K = np.array([a.shape[0] for a in cm.inner], np.int64)
+        lens = K[cm.comm_of]
+        fo = np.zeros(n, np.int64)
+        if n:
+            np.cumsum(lens[:-1], out=fo[1:])
+        cm.kern = (mflat, mptr, K, fo, lens)
+    return cm.kern
 
 
 def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.ndarray],
@@ -460,6 +537,25 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
         alpha = alpha_ub
         if not np.isfinite(alpha):
             raise LPError("LP (4) unbounded: the coflow crosses no link")
+    if kernels.ENABLED:
+        mflat, mptr, K, fo, lens = _commodity_layout(cm, n)
+        has_m = np.zeros(G, np.int64)
+        mg_off = np.zeros(G, np.int64)
+        tot = np.zeros(G)
+        mg_flat = np.zeros(0)
+        if lp_rows:
+            mg_flat = np.ascontiguousarray(x[1:], dtype=float)
+            o = 0
+            for g, k in zip(lp_rows, st.n_paths.tolist()):
+                has_m[g] = 1
+                mg_off[g] = o
+                tot[g] = float(m_g[g].sum())  # numpy's (pairwise) sum, as below
+                o += k
+        flat = np.empty(int(lens.sum()))
+        kernels.expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot,
+                                          float(alpha), fo, flat)
+        return (alpha, RowBlocks(flat, fo, lens),
+                t1 - t0 if lp_rows else time.perf_counter() - t0, solve_s, G)
     ms: List[Optional[np.ndarray]] = [None] * n
     for g, mem in enumerate(members):
         K = inner[g].shape[0]

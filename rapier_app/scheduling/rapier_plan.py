@@ -121,11 +121,17 @@ class _CoflowArrays:
         gst = self._gst
         if gst is not None:  # the survivors' blocks of the same flat matrix
             gst = (gst[0][m], gst[1][m], gst[2][m], gst[3])
-        return _CoflowArrays(act, fids, None, self.topo,
-                             (self.sizes[m], list(compress(self.cand, keep)),
-                              list(compress(self.mats, keep)), list(compress(self.pairs, keep)),
-                              self.fid_rank[m], gst,
-                              None if self.ecmp_k is None else self.ecmp_k[m]))
+        out = _CoflowArrays(act, fids, None, self.topo,
+                            (self.sizes[m], list(compress(self.cand, keep)),
+                             list(compress(self.mats, keep)), list(compress(self.pairs, keep)),
+                             self.fid_rank[m], gst,
+                             None if self.ecmp_k is None else self.ecmp_k[m]))
+        if self.comm is False:  # no two flows shared a commodity: nor do survivors
+            out.comm = False
+        elif self.comm is not None:
+            from .rapier_lp import commodities_subset
+            out.comm = commodities_subset(self.comm, m) or False
+        return out
 
     def path_blocks(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The flows' candidate paths as padded link blocks for the compiled
