@@ -169,6 +169,9 @@ class WorkConservation:
         self._PT: Optional[np.ndarray] = None  # P transposed, contiguous (hops x flows)
         self._tol_list = self.tol.tolist()
         self._added: dict = {}  # link -> flows moved onto it by _set_links
+        # link -> its CSR flows and the flows moved onto it, sorted (what
+        # np.unique(concatenate(...)) of the two gives), kept as flows are moved
+        self._merged: dict = {}
 
     def matches(self, coflows: Sequence[CoflowState]) -> bool:
         """True when ``coflows`` are the live coflows of the last full pass (so only
@@ -294,11 +297,11 @@ class WorkConservation:
         self._dirty = set()
         parts = []
         added = self._added
+        merged = self._merged
         for l in D:
-            fl = lflows[lptr[l]:lptr[l + 1]]
-            extra = added.get(l)
-            if extra:
-                fl = np.unique(np.concatenate([fl, np.array(extra, dtype=np.int64)]))
+            fl = merged.get(l)
+            if fl is None:
+                fl = lflows[lptr[l]:lptr[l + 1]]
             parts.append(fl)
         F = np.concatenate(parts)
         Lk = np.repeat(np.array(D, dtype=np.int64), [x.shape[0] for x in parts])
@@ -447,11 +450,16 @@ class WorkConservation:
         ls = tuple(int(x) for x in ls)
         if self._csr is not None:
             lptr, lflows, _ = self._csr
+            merged = self._merged
             for l in ls:  # for _update: j now crosses l (unless it did at construction)
                 seg = lflows[lptr[l]:lptr[l + 1]]
                 k = int(np.searchsorted(seg, j))
                 if k == seg.shape[0] or seg[k] != j:
                     self._added.setdefault(l, []).append(j)
+                    cur = merged.get(l, seg)
+                    k = int(np.searchsorted(cur, j))
+                    if k == cur.shape[0] or cur[k] != j:
+                        merged[l] = np.insert(cur, k, j)
         if len(ls) == self.lens[j]:
             a = int(self.starts[j])
             self.lidx[a:a + len(ls)] = ls
@@ -462,6 +470,7 @@ class WorkConservation:
             return
         self._csr = None  # rebuilt from the new flat arrays on next use
         self._added = {}
+        self._merged = {}
         self.links[j] = ls
         self.lens = np.fromiter(map(len, self.links), np.int64, len(self.links))
         self.lidx = np.fromiter((l for s in self.links for l in s), np.int64,
