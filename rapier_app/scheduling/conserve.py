@@ -40,6 +40,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.model import CoflowState, FlowState, Schedule
+from . import kernels
 
 #: Residual capacity below this fraction of a link's capacity counts as none
 #: (floating-point noise of cap - sum(rates) must not create work).
@@ -304,6 +305,13 @@ class WorkConservation:
                 fl = lflows[lptr[l]:lptr[l + 1]]
             parts.append(fl)
         F = np.concatenate(parts)
+        if kernels.ENABLED:
+            kernels.wc_update_kernel(np.array(D, dtype=np.int64),
+                                     np.fromiter((x.shape[0] for x in parts), np.int64,
+                                                 len(parts)),
+                                     F, P, bool(added), self.alive, self.rates, self.cap,
+                                     self.tol, self._rx, room)
+            return res, room
         Lk = np.repeat(np.array(D, dtype=np.int64), [x.shape[0] for x in parts])
         # the flow still crosses the link (moved flows keep their old CSR entries)
         on = (P[F] == Lk[:, None]).any(axis=1) if added else np.ones(F.shape[0], bool)
