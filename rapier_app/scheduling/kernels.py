@@ -1140,6 +1140,15 @@ def expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot,
 
 
 @_jit
+def _crosses(P, f, lk):  # pragma: no cover - compiled
+    """Whether row ``f`` of the padded path matrix ``P`` holds link ``lk``."""
+    for k in range(P.shape[1]):
+        if P[f, k] == lk:
+            return True
+    return False
+
+
+@_jit
 def wc_update_kernel(Dl, cnts, F, P, check_on, alive, rates, cap, tol, rx,
                      room):  # pragma: no cover - compiled
     """The incremental residual and room update of work conservation
@@ -1160,14 +1169,8 @@ def wc_update_kernel(Dl, cnts, F, P, check_on, alive, rates, cap, tol, rx,
         acc = 0.0
         for t in range(o, o + cnts[i]):
             f = F[t]
-            if check_on:
-                on = False
-                for k in range(W):
-                    if P[f, k] == lk:
-                        on = True
-                        break
-                if not on:
-                    continue
+            if check_on and not _crosses(P, f, lk):
+                continue
             if alive[f] and rates[f] > 0:
                 acc += rates[f]
         r = cap[lk] - acc
@@ -1182,14 +1185,8 @@ def wc_update_kernel(Dl, cnts, F, P, check_on, alive, rates, cap, tol, rx,
             f = F[t]
             if not alive[f]:
                 continue
-            if check_on:
-                on = False
-                for k in range(W):
-                    if P[f, k] == lk:
-                        on = True
-                        break
-                if not on:
-                    continue
+            if check_on and not _crosses(P, f, lk):
+                continue
             m = rx[P[f, 0]]
             for k in range(1, W):
                 x = rx[P[f, k]]
