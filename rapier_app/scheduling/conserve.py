@@ -34,7 +34,7 @@ work only for the flows that have room.  Units: rates and capacities in bit/s.
 
 from __future__ import annotations
 
-from itertools import compress
+from itertools import chain, compress
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -114,9 +114,11 @@ class WorkConservation:
         self.coflows = list(coflows)
         self.flows = list(flows)
         self.paths = list(paths)
-        self.links = [tuple(int(x) for x in ls) for ls in links]
+        # tuples of Python ints (the shared path-link cache gives them already)
+        self.links = [ls if type(ls) is tuple and (not ls or type(ls[0]) is int)
+                      else tuple(int(x) for x in ls) for ls in links]
         self.lens = np.fromiter(map(len, self.links), np.int64, n)
-        self.lidx = (np.fromiter((l for ls in self.links for l in ls), np.int64,
+        self.lidx = (np.fromiter(chain.from_iterable(self.links), np.int64,
                                  int(self.lens.sum())) if n else np.zeros(0, np.int64))
         self.starts = np.zeros(n, dtype=np.int64)
         if n:
