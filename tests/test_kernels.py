@@ -582,3 +582,20 @@ def test_path_block_kernels_hand_case_with_padding():
     load = np.zeros(5)
     kernels.route_load_kernel(vol, off, nhops, np.array([1, 0], np.int64), mflat, 5, load)
     assert load.tolist() == [0, 0, 5, 5, 8]
+
+
+@pytest.mark.parametrize("topology", ["fattree:4", "vl2:4,4,2", "fig1"])
+def test_all_links_from_path_blocks_equal_unique_of_the_paths(topology, monkeypatch):
+    # _CoflowArrays.all_links from the path blocks (kernels.mark_blocks_kernel) =
+    # np.unique of the candidate paths' links, fresh and after flows finish
+    got = {}
+    for on in (False, True):
+        monkeypatch.setattr(kernels, "ENABLED", on)
+        topo, e = _rapier_arrays(topology, 2)
+        keep = [j < 2 for j in range(e.n)]
+        sub = e.subset([f for f, k in zip(e.act, keep) if k],
+                       tuple(f for f, k in zip(e.fids, keep) if k), keep)
+        got[on] = (e.all_links.tolist(), sub.all_links.tolist())
+    assert got[True] == got[False]
+    if topology != "fig1":  # two flows of Fig. 1 cross all of its 8 links
+        assert len(got[True][1]) < len(got[True][0])  # the survivors use fewer links

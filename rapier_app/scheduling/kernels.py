@@ -1194,3 +1194,15 @@ def wc_update_kernel(Dl, cnts, F, P, check_on, alive, rates, cap, tol, rx,
                     m = x
             room[f] = m > 0
         o += cnts[i]
+
+
+@_jit
+def mark_blocks_kernel(off, npaths, nhops, mflat, mark):  # pragma: no cover - compiled
+    """Set ``mark[l]`` for every link ``l`` of every flow's path block (layout of
+    :func:`greedy_place_kernel`; the sentinel's entry is set too when a block is
+    padded).  ``np.flatnonzero(mark[:L])`` is then the sorted set of the flows'
+    candidate links (:attr:`.rapier_plan._CoflowArrays.all_links`)."""
+    for j in range(off.shape[0]):
+        o = off[j]
+        for t in range(npaths[j] * nhops[j]):
+            mark[mflat[o + t]] = True

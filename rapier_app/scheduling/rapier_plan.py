@@ -103,17 +103,26 @@ class _CoflowArrays:
             rank[np.argsort(old_rank, kind="stable")] = np.arange(n)
         self.fid_rank = rank
         self.uniform_mats = all(m is not None for m in self.mats)
-        self.all_links = (np.unique(np.concatenate(
-            [m.ravel() if m is not None else
-             np.concatenate([topo.path_links(p) for p in ps])
-             for ps, m in zip(self.cand, self.mats)])) if n else np.zeros(0, np.int64))
+        self._gst = None if _from is None else gst
+        self.ecmp_k = None if _from is None else ek
+        if n and kernels.ENABLED:
+            # the links of the flows' path blocks (sentinel dropped): the same sorted
+            # unique indices as np.unique of their concatenation
+            L = len(topo.capacity)
+            off, npaths, nhops, mflat = self.path_blocks()
+            mark = np.zeros(L + 1, np.bool_)
+            kernels.mark_blocks_kernel(off, npaths, nhops, mflat, mark)
+            self.all_links = np.flatnonzero(mark[:L])
+        else:
+            self.all_links = (np.unique(np.concatenate(
+                [m.ravel() if m is not None else
+                 np.concatenate([topo.path_links(p) for p in ps])
+                 for ps, m in zip(self.cand, self.mats)])) if n else np.zeros(0, np.int64))
         self.n_cand = sum(map(len, self.cand))
         self.struct = None
         self.comm = None  # Commodities of LP (4), False: none share one
         self._room = None
         self._mand = None
-        self._gst = None if _from is None else gst
-        self.ecmp_k = None if _from is None else ek
 
     def subset(self, act: List[FlowState], fids: tuple, keep: List[bool]) -> "_CoflowArrays":
         """The arrays of the flows ``keep`` selects (``act``, in the same order)."""
