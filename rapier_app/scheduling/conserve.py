@@ -171,9 +171,8 @@ class WorkConservation:
         self._csr: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
         self._PT: Optional[np.ndarray] = None  # P transposed, contiguous (hops x flows)
         self._tol_list = self.tol.tolist()
-        self._added: dict = {}  # link -> flows moved onto it by _set_links
-        # link -> its CSR flows and the flows moved onto it, sorted (what
-        # np.unique(concatenate(...)) of the two gives), kept as flows are moved
+        # link -> its CSR flows and the flows _set_links moved onto it, sorted (what
+        # np.unique(concatenate(...)) of the two gives); empty while no flow moved
         self._merged: dict = {}
 
     def matches(self, coflows: Sequence[CoflowState]) -> bool:
@@ -299,8 +298,8 @@ class WorkConservation:
         D = sorted(self._dirty)
         self._dirty = set()
         parts = []
-        added = self._added
         merged = self._merged
+        added = bool(merged)  # some flow left its construction path
         for l in D:
             fl = merged.get(l)
             if fl is None:
@@ -311,7 +310,7 @@ class WorkConservation:
             kernels.wc_update_kernel(np.array(D, dtype=np.int64),
                                      np.fromiter((x.shape[0] for x in parts), np.int64,
                                                  len(parts)),
-                                     F, P, bool(added), self.alive, self.rates, self.cap,
+                                     F, P, added, self.alive, self.rates, self.cap,
                                      self.tol, self._rx, room)
             return res, room
         Lk = np.repeat(np.array(D, dtype=np.int64), [x.shape[0] for x in parts])
@@ -465,7 +464,6 @@ class WorkConservation:
                 seg = lflows[lptr[l]:lptr[l + 1]]
                 k = int(np.searchsorted(seg, j))
                 if k == seg.shape[0] or seg[k] != j:
-                    self._added.setdefault(l, []).append(j)
                     cur = merged.get(l, seg)
                     k = int(np.searchsorted(cur, j))
                     if k == cur.shape[0] or cur[k] != j:
@@ -479,7 +477,6 @@ class WorkConservation:
                 self._PT[:len(ls), j] = ls
             return
         self._csr = None  # rebuilt from the new flat arrays on next use
-        self._added = {}
         self._merged = {}
         self.links[j] = ls
         self.lens = np.fromiter(map(len, self.links), np.int64, len(self.links))
