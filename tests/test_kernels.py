@@ -599,3 +599,87 @@ def test_all_links_from_path_blocks_equal_unique_of_the_paths(topology, monkeypa
     assert got[True] == got[False]
     if topology != "fig1":  # two flows of Fig. 1 cross all of its 8 links
         assert len(got[True][1]) < len(got[True][0])  # the survivors use fewer links
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_simulator_event_pass_compiled_equals_numpy(seed):
+    # the simulator's per-event vector work (sending mask, sticky look, selection,
+    # time to finish, link loads, counters advanced, finished flows dropped),
+    # compiled: bit for bit the numpy expressions of Simulator._run
+    from rapier_app.sim.simulator import _link_load
+
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(60):
+        nflows, W, nl = int(rng.integers(1, 80)), int(rng.integers(1, 5)), int(rng.integers(1, 30))
+        glob_P = rng.integers(0, nl, (nflows, W)).astype(np.int64)
+        glob_len = rng.integers(0, W + 1, nflows).astype(np.int64)
+        m = int(rng.integers(0, nflows + 1))
+        act_idx = np.sort(rng.choice(nflows, m, replace=False)).astype(np.int64)
+        size = rng.random(nflows) * 1e8 + 1.0
+        sent = size * rng.choice([0.0, 0.3, 1.0, 1.2], nflows)  # some past their size
+        rate_pos = rng.choice([0.0, -1.0, 1e9, 3e8], m) * rng.random(m)
+        prev = np.where(rng.random(m) < 0.5, rate_pos, rng.random(m) * 1e9)
+        # sending mask and the sticky paths' look positions
+        pos, look = kernels.sim_look_kernel(rate_pos, act_idx, glob_len)
+        want_pos = ~(rate_pos <= 0)
+        assert pos.tolist() == want_pos.tolist()
+        assert look.tolist() == np.flatnonzero(want_pos & ~(glob_len[act_idx] > 0)).tolist()
+        pos[look[:1]] = False  # a flow the path check stopped
+        load = rng.random(nl) * 1e10
+        want_load = load.copy()
+        sel, rate, gsel, sent_g, ttf, w, bad, tmin = kernels.sim_select_kernel(
+            pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev, load)
+        want_sel = np.flatnonzero(pos)
+        assert sel.tolist() == want_sel.tolist() and bad == -1
+        assert gsel.tolist() == act_idx[want_sel].tolist()
+        want_w = np.where(pos, rate_pos, 0.0)
+        assert w.tobytes() == want_w.tobytes()
+        ch = np.flatnonzero(want_w != prev)
+        if ch.size:
+            want_load += _link_load(glob_P, glob_len, act_idx[ch], want_w[ch] - prev[ch], nl)
+        assert load.tobytes() == want_load.tobytes()
+        want_ttf = np.maximum(size[gsel] - sent[gsel], 0.0) * 8.0 / rate_pos[want_sel]
+        assert ttf.tobytes() == want_ttf.tobytes() and sent_g.tobytes() == sent[gsel].tobytes()
+        assert tmin == (want_ttf.min() if want_ttf.size else np.inf)
+        # counters advanced by dt and the flows finished within it
+        dt = float(tmin) if np.isfinite(tmin) and sel.size else 0.5
+        thresh = dt * (1 + 1e-9) + 1e-12
+        want_new = sent_g + rate * dt / 8.0
+        want_fin = np.flatnonzero(ttf <= thresh)
+        want_new[want_fin] = size[gsel[want_fin]]
+        want_sent = sent.copy()
+        want_sent[gsel] = want_new
+        if ttf.size > 1:  # a flow exactly at the threshold finishes
+            ttf[-1] = thresh
+            want_fin = np.flatnonzero(ttf <= thresh)
+            want_new = sent_g + rate * dt / 8.0
+            want_new[want_fin] = size[gsel[want_fin]]
+            want_sent[gsel] = want_new
+        new, fin = kernels.sim_advance_kernel(gsel, rate, sent_g, ttf, size, sent, dt, thresh)
+        assert new.tobytes() == want_new.tobytes() and fin.tolist() == want_fin.tolist()
+        assert sent.tobytes() == want_sent.tobytes()
+        drop = sel[fin]
+        keep = np.ones(m, bool)
+        keep[drop] = False
+        assert kernels.drop_positions_kernel(act_idx, drop).tolist() == act_idx[keep].tolist()
+        assert kernels.drop_positions_kernel(w, drop).tobytes() == w[keep].tobytes()
+
+
+def test_simulator_event_pass_reports_the_first_bad_rate():
+    # a NaN or infinite rate of a sending flow: its position is reported (the
+    # simulator raises naming the flow), the first one in position order
+    rate_pos = np.array([0.0, 1e9, np.inf, np.nan, 2e9])
+    act = np.arange(5, dtype=np.int64)
+    pos, look = kernels.sim_look_kernel(rate_pos, act, np.ones(5, np.int64))
+    assert pos.tolist() == [False, True, True, True, True] and look.size == 0
+    out = kernels.sim_select_kernel(pos, rate_pos, act, np.full(5, 8.0), np.zeros(5),
+                                    np.zeros((5, 1), np.int64), np.ones(5, np.int64),
+                                    np.zeros(5), np.zeros(1))
+    assert out[6] == 2
+    # hand case: 8 bytes left at 64 bit/s take 1 s; 4 of 8 sent at 32 bit/s, 1 s
+    sel, rate, gsel, sent_g, ttf, w, bad, tmin = kernels.sim_select_kernel(
+        np.array([True, False, True]), np.array([64.0, 5.0, 32.0]),
+        np.array([0, 1, 2], np.int64), np.array([8.0, 8.0, 8.0]),
+        np.array([0.0, 0.0, 4.0]), np.zeros((3, 1), np.int64), np.ones(3, np.int64),
+        np.zeros(3), np.zeros(1))
+    assert ttf.tolist() == [1.0, 1.0] and tmin == 1.0 and w.tolist() == [64.0, 0.0, 32.0]

@@ -906,6 +906,158 @@ def load_change_kernel(glob_P, glob_len, act_idx, w, prev, load):  # pragma: no 
 
 
 @_jit
+def sim_look_kernel(rate_pos, act_idx, glob_len):  # pragma: no cover - compiled
+    """The simulator's sending mask and, for sticky-path schedulers, the positions
+    whose path must be validated: ``pos = ~(rate_pos <= 0)`` (a NaN rate counts as
+    sending, so the rate check catches it) and ``look = np.flatnonzero(pos &
+    (glob_len[act_idx] <= 0))`` (sending flows with no validated path yet), in one
+    pass over the m active positions instead of five numpy passes.
+
+    Args:
+        rate_pos: float64[m] rate per active position (bit/s).
+        act_idx: int64[m] global flow index per position.
+        glob_len: int64 validated path length per global flow index.
+
+    Returns:
+        (pos bool[m], look int64[k], increasing).
+    """
+    m = rate_pos.shape[0]
+    pos = np.empty(m, np.bool_)
+    look = np.empty(m, np.int64)
+    k = 0
+    for j in range(m):
+        s = not (rate_pos[j] <= 0.0)
+        pos[j] = s
+        if s and glob_len[act_idx[j]] <= 0:
+            look[k] = j
+            k += 1
+    return pos, look[:k]
+
+
+@_jit
+def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev,
+                      load):  # pragma: no cover - compiled
+    """One pass of the simulator's per-event vector work over the m active
+    positions, once the sending mask ``pos`` is final (paths validated).
+
+    Computes, bit for bit as the numpy code of :meth:`Simulator._run` does:
+    ``sel = np.flatnonzero(pos)``; ``rate = rate_pos[sel]``; ``gsel =
+    act_idx[sel]``; ``sent_g = sent[gsel]``; ``ttf = np.maximum(size[gsel] -
+    sent_g, 0.0) * 8 / rate`` (seconds to finish at the current rate); ``w =
+    np.where(pos, rate_pos, 0.0)`` (the rate each position sends at); and the link
+    loads of :func:`load_change_kernel` (``load`` += the change from ``prev`` to
+    ``w``, summed in position order then hop order).
+
+    Args:
+        pos: bool[m] sending positions; rate_pos: float64[m] (bit/s);
+        act_idx: int64[m] global flow index per position;
+        size, sent: float64 per global flow index (bytes);
+        glob_P, glob_len: validated link rows per global flow index;
+        prev: float64[m] the rate each position was counted at in ``load``;
+        load: float64 per link (bit/s), updated in place.
+
+    Returns:
+        (sel int64[n], rate float64[n], gsel int64[n], sent_g float64[n],
+        ttf float64[n], w float64[m], bad, ttf_min): ``bad`` is the first sending
+        position whose rate is not finite (-1: none; the caller raises), ``ttf_min``
+        the smallest ``ttf`` (inf when n = 0).
+    """
+    m = rate_pos.shape[0]
+    n = 0
+    for j in range(m):
+        if pos[j]:
+            n += 1
+    sel = np.empty(n, np.int64)
+    rate = np.empty(n)
+    gsel = np.empty(n, np.int64)
+    sent_g = np.empty(n)
+    ttf = np.empty(n)
+    w = np.empty(m)
+    tmp = np.zeros(load.shape[0])
+    nch = 0
+    bad = -1
+    tmin = np.inf
+    k = 0
+    for j in range(m):
+        if pos[j]:
+            r = rate_pos[j]
+            w[j] = r
+            if bad < 0 and not np.isfinite(r):
+                bad = j
+            g = act_idx[j]
+            sel[k] = j
+            rate[k] = r
+            gsel[k] = g
+            s = sent[g]
+            sent_g[k] = s
+            rem = size[g] - s
+            if rem < 0.0:
+                rem = 0.0
+            t = rem * 8.0 / r
+            ttf[k] = t
+            if t < tmin:
+                tmin = t
+            k += 1
+        else:
+            w[j] = 0.0
+        if w[j] != prev[j]:
+            nch += 1
+            d = w[j] - prev[j]
+            g = act_idx[j]
+            for h in range(glob_len[g]):
+                tmp[glob_P[g, h]] += d
+    if nch:
+        for lk in range(load.shape[0]):
+            load[lk] += tmp[lk]
+    return sel, rate, gsel, sent_g, ttf, w, bad, tmin
+
+
+@_jit
+def sim_advance_kernel(gsel, rate, sent_g, ttf, size, sent, dt,
+                       thresh):  # pragma: no cover - compiled
+    """The simulator's byte counters advanced by ``dt`` seconds: per sending flow k,
+    finished when ``ttf[k] <= thresh`` (then its counter is its size), else
+    ``sent_g[k] + rate[k] * dt / 8``; written to ``sent[gsel]`` in place.  The same
+    operations as the numpy code of :meth:`Simulator._run`.
+
+    Returns:
+        (new_sent float64[n] in bytes, fin int64[f]: the finished k, increasing).
+    """
+    n = gsel.shape[0]
+    new_sent = np.empty(n)
+    fin = np.empty(n, np.int64)
+    nf = 0
+    for k in range(n):
+        if ttf[k] <= thresh:
+            v = size[gsel[k]]
+            fin[nf] = k
+            nf += 1
+        else:
+            v = sent_g[k] + rate[k] * dt / 8.0
+        new_sent[k] = v
+        sent[gsel[k]] = v
+    return new_sent, fin[:nf]
+
+
+@_jit
+def drop_positions_kernel(a, pos):  # pragma: no cover - compiled
+    """``a`` (1-D) without the entries at ``pos`` (sorted, distinct), in order: a
+    new array, one pass (``a[keep]`` with a boolean mask takes three)."""
+    n = a.shape[0]
+    out = np.empty(n - pos.shape[0], a.dtype)
+    p = 0
+    o = 0
+    np_ = pos.shape[0]
+    for i in range(n):
+        if p < np_ and pos[p] == i:
+            p += 1
+            continue
+        out[o] = a[i]
+        o += 1
+    return out
+
+
+@_jit
 def coflow_sent_kernel(cof_of, gsel, new_sent, sent_g, cof_sent):  # pragma: no cover
     """``cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent_g,
     minlength=len(cof_sent))`` (bytes per coflow serial), summed in the same order,

@@ -405,12 +405,16 @@ class Simulator:
                         rate_list[j] = a.rate_bps
                 rate_pos = np.array(rate_list, dtype=float)
             # flows that send: an allocation with a positive (or NaN: caught below) rate
-            pos_mask = ~(rate_pos <= 0)
-            if sticky:
+            if sticky and _kernels.ENABLED:
                 # each flow keeps its first path: only never-validated flows that send
-                # need a look (a waiting flow's path is not yet its own)
+                # need a look (a waiting flow's path is not yet its own); one pass
+                pos_mask, look_pos = _kernels.sim_look_kernel(rate_pos, act_idx, glob_len)
+                look = look_pos if look_pos.shape[0] else None
+            elif sticky:
+                pos_mask = ~(rate_pos <= 0)
                 same = glob_len[act_idx] > 0
                 look = pos_mask & ~same
+                look = np.flatnonzero(look) if look.any() else None
             elif type(path_pos) is list and path_pos == cur_paths:
                 # every path is (the same object as, or equal to) the validated one
                 look = None
@@ -423,7 +427,11 @@ class Simulator:
                 # then the next event's list comparison above passes at C speed
                 look = ~np.fromiter(map(operator.is_, path_pos, cur_paths), dtype=bool,
                                     count=m)
-            for j in (() if look is None else np.flatnonzero(look).tolist()):
+            if not sticky:
+                pos_mask = ~(rate_pos <= 0)
+                if look is not None:
+                    look = np.flatnonzero(look)
+            for j in (() if look is None else look.tolist()):
                 p = path_pos[j]
                 if p is None:
                     pos_mask[j] = False
@@ -454,29 +462,40 @@ class Simulator:
                         (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
                 glob_P[g, :nl] = ls
                 glob_len[g] = nl
-            sel_arr = np.flatnonzero(pos_mask)
-            rate_arr = rate_pos[sel_arr]
-            fine = np.isfinite(rate_arr)
-            if not fine.all():  # the first sending flow (position order) with a bad rate
-                j = int(sel_arr[np.flatnonzero(~fine)[0]])
-                raise SimulationError(f"rate_bps: flow {act_flows[j].flow_id} got rate "
-                                      f"{rate_pos[j]}")
-            if reads:
-                rate_clean = np.where(pos_mask, rate_pos, 0.0)
-                deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
-                deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
-            n_sel = sel_arr.shape[0]
-            gsel = act_idx[sel_arr]
-            # per position, the rate it sends at (0: waiting)
-            w = rate_pos.copy() if n_sel == m else np.where(pos_mask, rate_pos, 0.0)
-            if _kernels.ENABLED:  # the same sums, compiled (no index arrays)
-                _kernels.load_change_kernel(glob_P, glob_len, act_idx, w, rate_prev,
-                                            load_inc)
+            if _kernels.ENABLED:
+                # the vector work below in one compiled pass (same values, same sums)
+                (sel_arr, rate_arr, gsel, sent_g, ttf, w, bad,
+                 ttf_min) = _kernels.sim_select_kernel(pos_mask, rate_pos, act_idx, size,
+                                                       sent, glob_P, glob_len, rate_prev,
+                                                       load_inc)
+                if bad >= 0:
+                    raise SimulationError(f"rate_bps: flow {act_flows[bad].flow_id} got "
+                                          f"rate {rate_pos[bad]}")
+                n_sel = sel_arr.shape[0]
             else:
+                sel_arr = np.flatnonzero(pos_mask)
+                rate_arr = rate_pos[sel_arr]
+                fine = np.isfinite(rate_arr)
+                if not fine.all():  # the first sending flow (position order), bad rate
+                    j = int(sel_arr[np.flatnonzero(~fine)[0]])
+                    raise SimulationError(f"rate_bps: flow {act_flows[j].flow_id} got rate "
+                                          f"{rate_pos[j]}")
+                n_sel = sel_arr.shape[0]
+                gsel = act_idx[sel_arr]
+                # per position, the rate it sends at (0: waiting)
+                w = rate_pos.copy() if n_sel == m else np.where(pos_mask, rate_pos, 0.0)
                 ch = np.flatnonzero(w != rate_prev)
                 if ch.size:
                     load_inc += _link_load(glob_P, glob_len, act_idx[ch],
                                            w[ch] - rate_prev[ch], n_links)
+                sent_g = sent[gsel]  # bytes sent before this interval (one gather)
+                remaining = np.maximum(size[gsel] - sent_g, 0.0)
+                ttf = remaining * BITS / rate_arr
+                ttf_min = float(ttf.min()) if n_sel else math.inf
+            if reads:
+                rate_clean = np.where(pos_mask, rate_pos, 0.0)
+                deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
+                deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
             rate_prev = w
             if n_sel:
                 util = load_inc / cap
@@ -497,10 +516,7 @@ class Simulator:
                         f"capacity: link {u}->{v} carries {load[worst]:.6g} bit/s over its "
                         f"capacity {cap[worst]:.6g} bit/s at t={now:.9g} s "
                         f"(scheduler {self.scheduler.name})")
-            sent_g = sent[gsel]  # bytes sent before this interval (one gather)
-            remaining = np.maximum(size[gsel] - sent_g, 0.0)
-            ttf = remaining * BITS / rate_arr
-            t_next = now + (float(ttf.min()) if n_sel else math.inf)
+            t_next = now + (float(ttf_min) if n_sel else math.inf)
             if by_coflow and n_sel:
                 # next coflow completion: the coflow whose last active flow finishes
                 # first (flows without bandwidth never finish: inf)
@@ -537,18 +553,25 @@ class Simulator:
             touched = ()
             fin_by: Dict[str, list] = {}
             if n_sel:
-                finished = ttf <= dt * (1 + 1e-9) + 1e-12
-                new_sent = sent_g + rate_arr * dt / BITS
-                fin = np.flatnonzero(finished)
-                if fin.size:
-                    new_sent[fin] = size[gsel[fin]]
+                if _kernels.ENABLED:
+                    # counters advanced and written to sent[gsel] in one pass
+                    new_sent, fin = _kernels.sim_advance_kernel(
+                        gsel, rate_arr, sent_g, ttf, size, sent, dt,
+                        dt * (1 + 1e-9) + 1e-12)
+                else:
+                    finished = ttf <= dt * (1 + 1e-9) + 1e-12
+                    new_sent = sent_g + rate_arr * dt / BITS
+                    fin = np.flatnonzero(finished)
+                    if fin.size:
+                        new_sent[fin] = size[gsel[fin]]
                 if reads_coflow:
                     if _kernels.ENABLED:
                         _kernels.coflow_sent_kernel(cof_of, gsel, new_sent, sent_g, cof_sent)
                     else:
                         cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent_g,
                                                 minlength=cof_sent.shape[0])
-                sent[gsel] = new_sent
+                if not _kernels.ENABLED:
+                    sent[gsel] = new_sent
                 if reads_bytes:
                     deque(map(setattr, compress(act_flows, pos_mask.tolist()),
                               repeat("bytes_sent"), new_sent.tolist()), 0)
@@ -556,9 +579,12 @@ class Simulator:
                     for j, b in zip(sel_arr[fin].tolist(), new_sent[fin].tolist()):
                         act_flows[j].bytes_sent = b
                 if fin.size:
-                    keep = np.ones(m, dtype=bool)
                     fin_pos = sel_arr[fin]
-                    keep[fin_pos] = False
+                    if _kernels.ENABLED and fin_pos.shape[0] <= 32:
+                        keep = None  # not needed: one-pass drops and in-place deletes
+                    else:
+                        keep = np.ones(m, dtype=bool)
+                        keep[fin_pos] = False
                     if by_coflow:
                         # between decisions flows finish at their own times
                         fin_t = np.minimum(now + ttf[fin], t_next).tolist()
@@ -573,7 +599,8 @@ class Simulator:
                         fin_hook([act_flows[j] for j in fin_pos.tolist()])
                     posmap[act_idx[fin_pos]] = -1
                     act_idx_old = act_idx
-                    act_idx = act_idx[keep]
+                    act_idx = (act_idx[keep] if keep is not None
+                               else _kernels.drop_positions_kernel(act_idx, fin_pos))
                     if fin_pos.shape[0] <= 32:
                         # a few finishes: deleting in place (a C memmove each) beats
                         # rebuilding the lists from a mask
@@ -587,7 +614,8 @@ class Simulator:
                     # the finished flows' rates leave their links
                     load_inc -= _link_load(glob_P, glob_len, act_idx_old[fin_pos],
                                            rate_prev[fin_pos], n_links)
-                    rate_prev = rate_prev[keep]
+                    rate_prev = (rate_prev[keep] if keep is not None
+                                 else _kernels.drop_positions_kernel(rate_prev, fin_pos))
                     act_dirty = True
             now = t_next
             if reads_coflow:
