@@ -70,3 +70,39 @@ def test_pinning_a_path_that_does_not_exist_is_an_error():
 def test_other_rapier_readings_reach_the_optimum(name):
     c = ccts(name)
     assert (c["a"] + c["b"]) / 2 == pytest.approx(1.3, abs=1e-9)
+
+
+def test_solver_trouble_falls_back_but_a_defect_propagates(monkeypatch):
+    # LP trouble (LPError) puts the coflow on default forwarding and says why; any
+    # other exception of Algorithm 2 is a defect and must not be swallowed into a
+    # silent fallback (it would skew every later CCT of a replay)
+    from rapier_app.scheduling.rapier import Rapier
+    from rapier_app.scheduling.rapier_lp import LPError
+
+    topo, coflows = scenario("fig1")
+    s = make_scheduler("rapier", topo)
+
+    def lp_trouble(self, c, residual, reserved=None):
+        raise LPError("LP (4) not solved to optimality (status TIME_LIMIT)")
+
+    monkeypatch.setattr(Rapier, "minimum_cct", lp_trouble)
+    seen = []
+    orig = s.schedule
+
+    def spy(now, states):
+        out = orig(now, states)
+        seen.append(dict(out.fallback))
+        return out
+
+    s.schedule = spy
+    res = simulate(topo, coflows, s)
+    assert len(res.coflows) == 2  # served by default forwarding, every byte delivered
+    assert res.bytes_delivered == pytest.approx(res.bytes_offered)
+    assert set(seen[0]) == {"a", "b"} and "TIME_LIMIT" in seen[0]["a"]
+
+    def defect(self, c, residual, reserved=None):
+        raise AttributeError("'NoneType' object has no attribute 'shape'")
+
+    monkeypatch.setattr(Rapier, "minimum_cct", defect)
+    with pytest.raises(AttributeError, match="shape"):
+        simulate(topo, coflows, make_scheduler("rapier", topo))

@@ -603,11 +603,19 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
     def _plan_or_fallback(self, c: CoflowState, residual: np.ndarray,
                           fallback: Dict[str, str], pending: list,
                           reserved: Optional[np.ndarray] = None) -> Optional[CoflowPlan]:
-        """Algorithm 2 for ``c``; on solver trouble record the fallback, drop ``c``
-        from ``pending`` and return None."""
+        """Algorithm 2 for ``c``; on solver trouble (:class:`LPError`, or a
+        ``RuntimeError`` from OR-Tools) record the fallback, drop ``c`` from
+        ``pending`` and return None.
+
+        Raises:
+            Any other exception of :meth:`minimum_cct` (a defect, not solver
+            trouble): it propagates instead of turning into a silent fallback,
+            which would otherwise put the coflow on default forwarding and skew a
+            simulation's results without a word.
+        """
         try:
             return self.minimum_cct(c, residual, reserved)
-        except Exception as exc:  # LPError or solver trouble: fall back
+        except RuntimeError as exc:  # LPError (a RuntimeError) or OR-Tools trouble
             fallback[c.coflow_id] = str(exc)
             pending.remove(c)
             return None
