@@ -676,6 +676,35 @@ def greedy_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
 
 
 @_jit
+def next_open_group(fflat, fptr, lflat, lptr, s, residual, tol):  # pragma: no cover - compiled
+    """The first group g >= ``s`` that may still get bandwidth in
+    :func:`greedy_kernel`'s row order: one of its flows' first links (group g's are
+    ``fflat[fptr[g]:fptr[g+1]]``, a superset is fine) and one of their last links
+    (``lflat[lptr[g]:lptr[g+1]]``, likewise) have ``residual > tol``.  A group all
+    of whose first (or all of whose last) links are saturated is skipped exactly:
+    each of its rows has min residual <= that link's residual <= its tolerance <=
+    the row's largest tolerance, so the greedy kernel gives it nothing and changes
+    nothing.  Returns ``len(fptr) - 1`` when no group from ``s`` on is open."""
+    G = fptr.shape[0] - 1
+    for g in range(s, G):
+        free = False
+        for e in range(fptr[g], fptr[g + 1]):
+            lk = fflat[e]
+            if residual[lk] > tol[lk]:
+                free = True
+                break
+        if not free:
+            continue
+        # some first link is free: the group is open unless its last links are
+        # all saturated (the same argument with the last link of each row)
+        for e in range(lptr[g], lptr[g + 1]):
+            lk = lflat[e]
+            if residual[lk] > tol[lk]:
+                return g
+    return G
+
+
+@_jit
 def demand_kernel(P, gptr, rem_bits, nlinks, out):  # pragma: no cover - compiled
     """Per group and link, the bits its flows still have to send across the link
     (Sincronia's demand matrix before division by capacity).

@@ -369,7 +369,7 @@ class _Group:
     ``done_max`` the largest byte count of the coflow's finished flows."""
 
     __slots__ = ("n", "flows", "paths", "P", "L", "idx", "done_max", "_ports", "sizes",
-                 "_index", "ords", "_csr", "_memo")
+                 "_index", "ords", "_csr", "_memo", "_first")
 
     def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
                  idx: np.ndarray, done_max: float):
@@ -393,6 +393,8 @@ class _Group:
         #: the last weighted pass's record for these rows (:meth:`_SeedScheduler.
         #: _stack_memo`); a new group (flows finished) starts without one
         self._memo: Optional[tuple] = None
+        #: the flows' distinct first and last links (:meth:`end_links`), carried over
+        self._first: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
     def csr(self, nl: int) -> Tuple[np.ndarray, np.ndarray]:
         """The compiled passes' link index of ``P`` over ``nl`` links (the dummy
@@ -416,6 +418,17 @@ class _Group:
             else:
                 self._ports = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         return self._ports
+
+    def end_links(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The distinct first links and the distinct last links of the group's
+        flows (two sorted int64 arrays), computed once and kept: when flows finish
+        the kept sets are supersets of the current ones, which is all
+        :func:`kernels.next_open_group` needs."""
+        f = self._first
+        if f is None:
+            a, b = self.ports
+            f = self._first = (np.unique(a).astype(np.int64), np.unique(b).astype(np.int64))
+        return f
 
     def link_index(self, nl: int) -> Optional[Tuple[np.ndarray, np.ndarray]]:
         """Cached :func:`link_index` of ``P`` for wide groups (None for narrow ones,
@@ -536,6 +549,7 @@ class _SeedScheduler(Scheduler):
                 g.sizes = None if old.sizes is None else old.sizes[m]
                 g.ords = None if old.ords is None else old.ords[m]
                 pos = np.flatnonzero(~m)
+                g._first = old._first  # a superset of the survivors' first links
                 if old._ports is not None:
                     g._ports = (old._ports[0][m], old._ports[1][m])
                 if old._csr is not None:
@@ -561,9 +575,10 @@ class _SeedScheduler(Scheduler):
                 g.ords = None if old.ords is None else _compact(old.ords, pos)
                 if old._ports is not None:
                     g._ports = (_compact(old._ports[0], pos), _compact(old._ports[1], pos))
+                g._first = old._first  # a superset of the survivors' first links
                 # what is left of old must not be read: only its size (emit) is
                 old.P = old.idx = old.sizes = old.ords = old.paths = None
-                old._index = old._ports = old._csr = old._memo = None
+                old._index = old._ports = old._csr = old._memo = old._first = None
             # for emit(): g is old without these positions
             self._drops[id(g)] = (old, pos)
             self._groups[c.coflow_id] = g
@@ -648,6 +663,9 @@ class _SeedScheduler(Scheduler):
         tol)`` (:func:`waterfill` or :func:`greedy_rates`) over their stacked link rows,
         flows in group order then flow order; each group's share (bit/s) is added to
         ``rates[id(group)]`` and ``residual`` is reduced in place."""
+        if kernels.ENABLED and alloc is greedy_rates and groups:
+            self._greedy_groups(groups, residual, rates)
+            return
         if kernels.ENABLED and alloc is waterfill and groups:
             # the groups' kept link indexes instead of one counting sort over every
             # live flow
@@ -664,6 +682,33 @@ class _SeedScheduler(Scheduler):
         for g in groups:
             rates[id(g)] += r[o:o + g.n]
             o += g.n
+
+    def _greedy_groups(self, groups: Sequence[_Group], residual: np.ndarray,
+                       rates: Dict[int, np.ndarray]) -> None:
+        """:func:`greedy_rates` over the groups' stacked rows, group by group on the
+        shared ``residual`` (the same row order, so the same operations), without
+        stacking them, and skipping the groups whose flows' first links are all
+        saturated (:func:`kernels.next_open_group`: such a group gets nothing and
+        changes nothing).  Once the fabric is full, the rest of the priority list
+        costs one scan of its first links instead of a pass over every live flow
+        (Sincronia with every coflow of the Facebook hour live at t=0, issue 16)."""
+        ends = [g.end_links() for g in groups]
+        G = len(groups)
+        fptr = np.zeros(G + 1, dtype=np.int64)
+        lptr = np.zeros(G + 1, dtype=np.int64)
+        np.cumsum([e[0].shape[0] for e in ends], out=fptr[1:])
+        np.cumsum([e[1].shape[0] for e in ends], out=lptr[1:])
+        fflat = np.concatenate([e[0] for e in ends])
+        lflat = np.concatenate([e[1] for e in ends])
+        tol = self._tol
+        k = kernels.next_open_group(fflat, fptr, lflat, lptr, 0, residual, tol)
+        while k < G:
+            g = groups[k]
+            if g.n:
+                r = np.zeros(g.n)
+                kernels.greedy_kernel(_i64(g.P), residual, tol, r)
+                rates[id(g)] += r
+            k = kernels.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
 
     def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
                       residual: np.ndarray, rates: Dict[str, np.ndarray],
