@@ -1070,20 +1070,22 @@ def sim_advance_kernel(gsel, rate, sent_g, ttf, size, sent, dt,
 
 @_jit
 def drop_positions_kernel(a, pos):  # pragma: no cover - compiled
-    """``a`` (1-D) without the entries at ``pos`` (sorted, distinct), in order: a
-    new array, one pass (``a[keep]`` with a boolean mask takes three)."""
+    """Remove the entries at ``pos`` (sorted, distinct) from the 1-D array ``a`` in
+    place, keeping the others in order at the front; returns their count n, so
+    ``a[:n]`` is ``a[keep]`` (``keep`` the boolean mask without ``pos``).  Only the
+    entries after ``pos[0]`` move (a forward copy per gap), instead of the three
+    passes and the new array of boolean-mask indexing."""
     n = a.shape[0]
-    out = np.empty(n - pos.shape[0], a.dtype)
-    p = 0
-    o = 0
-    np_ = pos.shape[0]
-    for i in range(n):
-        if p < np_ and pos[p] == i:
-            p += 1
-            continue
-        out[o] = a[i]
-        o += 1
-    return out
+    k = pos.shape[0]
+    if k == 0:
+        return n
+    w = pos[0]
+    for t in range(k):
+        end = pos[t + 1] if t + 1 < k else n
+        for i in range(pos[t] + 1, end):
+            a[w] = a[i]
+            w += 1
+    return w
 
 
 @_jit

@@ -597,10 +597,16 @@ class Simulator:
                     touched = fin_by
                     if fin_hook is not None:
                         fin_hook([act_flows[j] for j in fin_pos.tolist()])
-                    posmap[act_idx[fin_pos]] = -1
-                    act_idx_old = act_idx
-                    act_idx = (act_idx[keep] if keep is not None
-                               else _kernels.drop_positions_kernel(act_idx, fin_pos))
+                    gfin = act_idx[fin_pos]
+                    rfin = rate_prev[fin_pos]
+                    posmap[gfin] = -1
+                    if keep is None:  # compacted in place (nothing else holds them)
+                        act_idx = act_idx[:_kernels.drop_positions_kernel(act_idx, fin_pos)]
+                        rate_prev = rate_prev[:_kernels.drop_positions_kernel(rate_prev,
+                                                                               fin_pos)]
+                    else:
+                        act_idx = act_idx[keep]
+                        rate_prev = rate_prev[keep]
                     if fin_pos.shape[0] <= 32:
                         # a few finishes: deleting in place (a C memmove each) beats
                         # rebuilding the lists from a mask
@@ -612,10 +618,7 @@ class Simulator:
                         act_flows = list(compress(act_flows, kl))
                         cur_paths = list(compress(cur_paths, kl))
                     # the finished flows' rates leave their links
-                    load_inc -= _link_load(glob_P, glob_len, act_idx_old[fin_pos],
-                                           rate_prev[fin_pos], n_links)
-                    rate_prev = (rate_prev[keep] if keep is not None
-                                 else _kernels.drop_positions_kernel(rate_prev, fin_pos))
+                    load_inc -= _link_load(glob_P, glob_len, gfin, rfin, n_links)
                     act_dirty = True
             now = t_next
             if reads_coflow:
