@@ -1011,7 +1011,8 @@ def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
         if pos[j]:
             r = rate_pos[j]
             w[j] = r
-            if bad < 0 and not np.isfinite(r):
+            # r > 0 or NaN here (pos is "not r <= 0"): not finite iff not r < inf
+            if bad < 0 and not r < np.inf:
                 bad = j
             g = act_idx[j]
             sel[k] = j
@@ -1029,6 +1030,7 @@ def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
             k += 1
         else:
             w[j] = 0.0
+    for j in range(m):  # a second, tight pass: the load change in position order
         if w[j] != prev[j]:
             nch += 1
             d = w[j] - prev[j]
