@@ -1002,8 +1002,6 @@ def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
     sent_g = np.empty(n)
     ttf = np.empty(n)
     w = np.empty(m)
-    tmp = np.zeros(load.shape[0])
-    nch = 0
     bad = -1
     tmin = np.inf
     k = 0
@@ -1030,16 +1028,8 @@ def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
             k += 1
         else:
             w[j] = 0.0
-    for j in range(m):  # a second, tight pass: the load change in position order
-        if w[j] != prev[j]:
-            nch += 1
-            d = w[j] - prev[j]
-            g = act_idx[j]
-            for h in range(glob_len[g]):
-                tmp[glob_P[g, h]] += d
-    if nch:
-        for lk in range(load.shape[0]):
-            load[lk] += tmp[lk]
+    # a second, tight pass: the load change in position order
+    load_change_kernel(glob_P, glob_len, act_idx, w, prev, load)
     return sel, rate, gsel, sent_g, ttf, w, bad, tmin
 
 
