@@ -1,6 +1,6 @@
 """Helpers shared by the benchmark scripts of this folder (``event_core.py``,
-``mutants.py``; the namespace helpers: ``htb_gso_stall.py``, ``htb_ramp.py``): the
-scripts run as ``python benchmarks/NAME.py``, so this folder is on ``sys.path`` and
+``mutants.py``; the trace slices: ``weighted_pass.py``, ``window_split.py``; the
+namespace helpers: ``htb_gso_stall.py``, ``htb_ramp.py``): the scripts run as ``python benchmarks/NAME.py``, so this folder is on ``sys.path`` and
 they import it as ``_common``."""
 
 from __future__ import annotations
@@ -76,3 +76,37 @@ def htb_class(verb: str, dev: str, ns: str, classid: str, mbps: float) -> None:
     rate = f"{int(mbps * 1e6)}bit"
     sh("tc", "class", verb, "dev", dev, "parent", "1:", "classid", classid, "htb",
        "rate", rate, "ceil", rate, "quantum", "1514", ns=ns)
+
+
+def parse_slice(text: str, flag: str = "--coflows") -> tuple:
+    """``"A:B"`` -> (A, B), two ints (a slice of the trace's coflows).
+
+    Raises:
+        SystemExit: not two colon-separated integers (the message names ``flag``).
+    """
+    try:
+        first, stop = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise SystemExit(f"{flag}: expected A:B, got {text!r}") from None
+    return first, stop
+
+
+def trace_slice(topo, trace: str, first: int, stop: int, at0: bool = False,
+                flag: str = "--coflows") -> list:
+    """Coflow specs of trace coflows ``first:stop`` on ``topo`` (the trace's ports
+    mapped by :func:`rapier_app.core.workload.port_mapping`), arrivals shifted so
+    that coflow ``first`` arrives at 0 s, or every arrival 0 with ``at0``.
+
+    Raises:
+        SystemExit: the slice holds no coflow (the message names ``flag``).
+    """
+    import dataclasses
+
+    from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
+
+    tr = read_trace(trace)
+    cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo))[first:stop]
+    if not cfs:
+        raise SystemExit(f"{flag}: no coflow in {first}:{stop}")
+    t0 = cfs[0].arrival_s
+    return [dataclasses.replace(c, arrival_s=0.0 if at0 else c.arrival_s - t0) for c in cfs]

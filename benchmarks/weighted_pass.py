@@ -30,7 +30,6 @@ Raises:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 import os
@@ -46,7 +45,7 @@ TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sh
 def capture(scheduler: str, first: int, stop: int, events: int, every: int,
             last: int, trace: str) -> list:
     """The weighted kernel's inputs (copies) of the sampled calls, see module doc."""
-    from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
+    from _common import trace_slice
     from rapier_app.scheduling import kernels, make_scheduler
     from rapier_app.sim import simulate
     from rapier_app.sim.simulator import SimulationError
@@ -64,12 +63,7 @@ def capture(scheduler: str, first: int, stop: int, events: int, every: int,
         return orig(*args)
 
     topo = build_topology("bigswitch:150")
-    tr = read_trace(trace)
-    cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo))[first:stop]
-    if not cfs:
-        raise SystemExit(f"--coflows: no coflow in {first}:{stop}")
-    t0 = cfs[0].arrival_s
-    cfs = [dataclasses.replace(c, arrival_s=c.arrival_s - t0) for c in cfs]
+    cfs = trace_slice(topo, trace, first, stop)
     kernels.weighted_kernel = spy
     try:
         simulate(topo, cfs, make_scheduler(scheduler, topo), max_events=events)
@@ -113,10 +107,9 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--trace", default=TRACE)
     a = p.parse_args(argv)
-    try:
-        first, stop = (int(x) for x in a.coflows.split(":"))
-    except ValueError:
-        raise SystemExit(f"--coflows: expected A:B, got {a.coflows!r}") from None
+    from _common import parse_slice
+
+    first, stop = parse_slice(a.coflows)
     for name in ("events", "every", "last", "reps"):
         if getattr(a, name) < 1:
             raise SystemExit(f"--{name}: must be >= 1")

@@ -26,7 +26,6 @@ Raises:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -36,25 +35,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from _common import parse_slice  # noqa: E402  (this folder is on sys.path)
+
 TRACE = os.path.join(os.path.dirname(ROOT), "shared", "traces", "FB2010-1Hr-150-0.txt")
 
 
 def run(scheduler: str, topology: str, first: int, stop: int, start: int, events: int,
         at0: bool, trace: str) -> dict:
     """The measurement of the module docstring, as a dict (seconds, milliseconds)."""
-    from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
+    from _common import trace_slice
     from rapier_app.scheduling import make_scheduler
     from rapier_app.sim import simulate
     from rapier_app.sim.simulator import SimulationError
     from topologies import build_topology
 
     topo = build_topology(topology)
-    tr = read_trace(trace)
-    cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo))[first:stop]
-    if not cfs:
-        raise SystemExit(f"--coflows: no coflow in {first}:{stop}")
-    t0 = cfs[0].arrival_s
-    cfs = [dataclasses.replace(c, arrival_s=0.0 if at0 else c.arrival_s - t0) for c in cfs]
+    cfs = trace_slice(topo, trace, first, stop, at0)
     s = make_scheduler(scheduler, topo)
     orig = s.schedule
     n = [0]
@@ -100,10 +96,7 @@ def main(argv=None) -> int:
     p.add_argument("--at0", action="store_true", help="every coflow of the slice at t=0")
     p.add_argument("--trace", default=TRACE)
     a = p.parse_args(argv)
-    try:
-        first, stop = (int(x) for x in a.coflows.split(":"))
-    except ValueError:
-        raise SystemExit(f"--coflows: expected A:B, got {a.coflows!r}") from None
+    first, stop = parse_slice(a.coflows)
     if not 1 <= a.start <= a.events:
         raise SystemExit(f"--start: must be in 1..--events, got {a.start}")
     if not os.path.exists(a.trace):
