@@ -687,10 +687,11 @@ class _SeedScheduler(Scheduler):
                        rates: Dict[int, np.ndarray]) -> None:
         """:func:`greedy_rates` over the groups' stacked rows, group by group on the
         shared ``residual`` (the same row order, so the same operations), without
-        stacking them, and skipping the groups whose flows' first links are all
-        saturated (:func:`kernels.next_open_group`: such a group gets nothing and
-        changes nothing).  Once the fabric is full, the rest of the priority list
-        costs one scan of its first links instead of a pass over every live flow
+        stacking them, and skipping the groups whose flows' first links, or whose
+        last links, are all saturated (:func:`kernels.next_open_group`: such a
+        group gets nothing and changes nothing).  Once the fabric is full, the rest
+        of the priority list costs one scan of its end links instead of a pass over
+        every live flow
         (Sincronia with every coflow of the Facebook hour live at t=0, issue 16)."""
         ends = [g.end_links() for g in groups]
         G = len(groups)
