@@ -6,6 +6,7 @@ and seconds.  Each test fails on the code before issue 16.
 
 from fractions import Fraction as F
 
+import numpy as np
 import pytest
 
 from topologies import build_topology
@@ -210,3 +211,36 @@ def test_greedy_rates_equals_rescan_bit_for_bit():
     res = np.array([1e9] * 4 + [np.inf])
     tol = np.array([1.0] * 4 + [0.0])
     assert greedy_rates(P, res, tol).tolist() == [1e9, 0.0, 0.0, 1e9]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_aalo_rounds_that_change_nothing_end_at_once_with_the_capped_rates(compiled,
+                                                                          monkeypatch):
+    # bigswitch:4 (links: up1..up4 = 0..3, dn1..dn4 = 4..7, 1 Gbit/s, tol = 1 bit/s):
+    # A (queue 1) sends h1 -> h3 and B (queue 2) h2 -> h3, equal weights.  dn3 has
+    # R = 1.5 bit/s free: above tol, so both flows can grow and both queues are
+    # present on it, but each queue's share is R / 2 = 0.75 bit/s <= tol, so
+    # neither flow is active in a filling.  No rate or residual changes in a round:
+    # a fixed point.  Before, the pass ran the 200-round cap (each round a copy of
+    # the first), then the strict pass gave A the 1.5 bit/s and B nothing.  Now
+    # the pass ends after round 2 with the same rates, bit for bit.
+    from rapier_app.scheduling import kernels
+    from rapier_app.scheduling.seedbase import MAX_WEIGHTED_ROUNDS, _Group
+
+    monkeypatch.setattr(kernels, "ENABLED", compiled)
+    topo = build_topology("bigswitch:4")
+    sch = make_scheduler("aalo", topo)
+    L = sch._L
+    up1, up2 = topo.link_ids[("h1", "s1")], topo.link_ids[("h2", "s1")]
+    dn3 = topo.link_ids[("s1", "h3")]
+    A = _Group([None], [None], np.array([[up1, dn3]]), L, np.arange(1), 0.0)
+    B = _Group([None], [None], np.array([[up2, dn3]]), L, np.arange(1), 0.0)
+    res = sch.fresh_residual()
+    assert sch._tol[dn3] == 1.0
+    res[dn3] = 1.5
+    rates_ = {id(A): np.zeros(1), id(B): np.zeros(1)}
+    done = sch.weighted_pass([(1.0, [(A, None)]), (1.0, [(B, None)])], res, rates_)
+    assert rates_[id(A)][0] == 1.5 and rates_[id(B)][0] == 0.0
+    assert res[dn3] == 0.0 and res[up1] == 1e9 - 1.5 and res[up2] == 1e9
+    assert done == 2 < MAX_WEIGHTED_ROUNDS
+    assert sch.rounds_stalled == 1 and sch.rounds_capped == 0

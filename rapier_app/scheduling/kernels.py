@@ -428,8 +428,11 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
         tol: float64 per link saturation tolerance (bit/s).
         rate: float64 per row, rates (bit/s) added in place.
         cap: most rounds to run; then a strict pass hands out what is left.
-        out: int64[4] output: rounds run, 1 if the cap was hit, and (added to)
-            rows whose round-1 filling was reused from the memo / computed.
+        out: int64[4] output: rounds run; 1 if the cap was hit, 2 if a round
+            changed nothing (a fixed point: the cap would be reached with the same
+            state, so the final strict pass runs at once, bit for bit as at the
+            cap); and (added to) rows whose round-1 filling was reused from the
+            memo / computed.
         lptrs, rows_all: every group's link index, as for :func:`strict_kernel`.
         mflag, mfree0, mmark0, min1, mout1, mfree1, lvl: per group (int64 flags;
             groups x links arrays, bool or float64; ``lvl`` per row, float64) what
@@ -554,6 +557,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
             out[1] = 1
             break
         done += 1
+        moved = False
         for lk in range(nl):
             used[lk] = 0.0
             base[lk] = residual[lk]
@@ -600,9 +604,13 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                         nflag[g] |= M_FILL1
                         for i in range(lo, hi):
                             rate[i] += lvl[i]
-                    elif _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol, rate,
-                                          lptrs, rows_all) < 0:
-                        return -1
+                    else:
+                        st = _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol, rate,
+                                              lptrs, rows_all)
+                        if st < 0:
+                            return -1
+                        if st > 0:
+                            moved = True
             for lk in range(L):
                 used[lk] += start[lk] - share[lk]
         for lk in range(L):
@@ -610,6 +618,16 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
         for lk in range(nl):
             if residual[lk] < 0.0:
                 residual[lk] = 0.0
+        if done >= 2 and not moved:
+            # A fixed point: no row was active in this round (on every link of each
+            # alive row some share was <= tol), so no share, rate or residual changed
+            # (used is exactly 0, and the residual was clamped by the round before).
+            # The next scan sees the same free links, prunes nothing and finds the
+            # same queues present, and so on: every later round repeats this one
+            # until the cap.  Going to the final strict pass now gives the same
+            # rates and residuals bit for bit as running out the cap.
+            out[1] = 2
+            break
     for g in range(G):
         mflag[g] = nflag[g]
     out[0] = done
