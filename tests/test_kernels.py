@@ -719,3 +719,50 @@ def test_greedy_group_by_group_with_skips_equals_the_stacked_greedy(seed, monkey
     got = np.concatenate([rates[id(g)] for g in groups])
     assert got.tobytes() == want.tobytes() and res.tobytes() == want_res.tobytes()
     assert 0 < len(calls) < len(groups)  # some groups were skipped, not all
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
+    # the weighted pass's rounds >= 2 fill a group from its kept per-link counts of
+    # alive rows (kernels._waterfill_kept), visiting only the rows of links whose
+    # share is within tolerance; the rates and the share left must be those of
+    # testing every alive row (kernels._waterfill_alive), bit for bit
+    rng = np.random.default_rng(100 + seed)
+    nl, W = 40, 3
+    L = nl - 1
+    kept_paths = 0
+    for _ in range(30):
+        n = int(rng.integers(1, 60))
+        P = np.full((n, W), L, dtype=np.int64)
+        for i in range(n):
+            k = int(rng.integers(1, W + 1))
+            P[i, :k] = rng.choice(L, size=k, replace=False)
+        gptr = np.array([0, n], dtype=np.int64)
+        lptr, rows = kernels.group_csr(P, nl)
+        lptrs = lptr.reshape(1, -1)
+        alive_rows = np.flatnonzero(rng.random(n) < 0.8)
+        alive = np.zeros(n, np.int64)
+        alive[:alive_rows.size] = alive_rows
+        isalive = np.zeros(n, bool)
+        isalive[alive_rows] = True
+        gcnt = np.zeros((1, nl), np.int64)
+        for i in alive_rows:
+            for lk in P[i]:
+                gcnt[0, lk] += 1
+        share = rng.uniform(0.0, 10.0, nl)
+        share[rng.random(nl) < 0.1] = 0.0  # some links within tolerance
+        share[L] = np.inf
+        tol = np.full(nl, 1e-9)
+        tol[L] = 0.0
+        s1, r1 = share.copy(), np.zeros(n)
+        s2, r2 = share.copy(), np.zeros(n)
+        a1 = kernels._waterfill_alive(P, gptr, 0, alive, alive_rows.size, s1, tol, r1,
+                                      lptrs, rows)
+        a2 = kernels._waterfill_kept(P, gptr, 0, alive, alive_rows.size, isalive, gcnt,
+                                     s2, tol, r2, lptrs, rows)
+        assert a1 == a2
+        assert r1.tobytes() == r2.tobytes() and s1.tobytes() == s2.tobytes()
+        blocked = sum(int(lptr[lk + 1] - lptr[lk]) for lk in range(nl)
+                      if gcnt[0, lk] > 0 and not share[lk] > tol[lk])
+        kept_paths += blocked <= alive_rows.size
+    assert kept_paths > 10  # the kept counts served most cases

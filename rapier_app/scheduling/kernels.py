@@ -263,6 +263,57 @@ def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
 
 
 @_jit
+def _waterfill_kept(P, gptr, g, alive, na, isalive, gcnt, residual, tol, rate, lptrs,
+                    rows_all):  # pragma: no cover - compiled
+    """:func:`_waterfill_alive` of group ``g`` when its alive rows are also flagged in
+    ``isalive`` (global row ids) and counted per link in ``gcnt[g]`` (alive rows
+    crossing each link), as :func:`weighted_kernel` keeps them from its second scan
+    on.  The active rows are the alive rows without those that cross a link whose
+    share is not above the tolerance, so they and their link counts are found from
+    the kept counts by visiting only the rows of those links (through the link
+    index), instead of testing every alive row; when those links carry more rows
+    than are alive, every alive row is tested as :func:`_waterfill_alive` does.
+    Either way the active rows and their counts (exact integers) are the same, and
+    so is everything after.  Returns as :func:`_waterfill_alive`."""
+    W = P.shape[1]
+    nl = residual.shape[0]
+    lo = gptr[g]
+    hi = gptr[g + 1]
+    lp = lptrs[g]
+    visits = 0
+    for lk in range(nl):
+        if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
+            visits += lp[lk + 1] - lp[lk]
+    if visits > na:
+        return _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
+                                rows_all)
+    act = np.empty(hi - lo, np.bool_)
+    for j in range(hi - lo):
+        act[j] = isalive[lo + j]
+    n_act = na
+    cnt = np.empty(nl)
+    for lk in range(nl):
+        cnt[lk] = float(gcnt[g, lk])
+    if visits:
+        bw = lo * W
+        for lk in range(nl):
+            if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
+                for e in range(lp[lk], lp[lk + 1]):
+                    j = rows_all[bw + e]
+                    if act[j]:
+                        act[j] = False
+                        n_act -= 1
+                        for k in range(W):
+                            cnt[P[lo + j, k]] -= 1.0
+    if n_act == 0:
+        return 0
+    if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
+                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, n_act, cnt) < 0:
+        return -1
+    return 1
+
+
+@_jit
 def csr_drop(lptr, rows, pos, n):  # pragma: no cover - compiled
     """The link index :func:`_csr` of a group of ``n`` rows after the rows at
     ``pos`` (int64, sorted, distinct, in ``0..n-1``) are removed and the rows after
@@ -486,10 +537,29 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     done = 0
     scan = 0
     out[1] = 0
+    # From the third scan on, a group's scan is incremental: ``isalive`` flags its
+    # alive rows and ``gcnt[g, l]`` counts those crossing link l (both filled by the
+    # second scan).  A row leaves only when one of its links turns saturated, so only
+    # the rows of the links saturated since the last scan (``newly``, found from
+    # ``pfree``) are visited; the links a group marks are those with a count > 0:
+    # the same marks, weights, queues and alive rows as scanning every alive row.
+    isalive = np.zeros(P.shape[0], np.bool_)
+    gcnt = np.zeros((G, nl), np.int64)
+    pfree = np.empty(nl, np.bool_)
+    newly = np.empty(nl, np.int64)
+    nnew = 0
     while True:
         for lk in range(nl):
             Wl[lk] = 0.0
             free[lk] = residual[lk] > tol[lk]
+        if scan >= 2:
+            nnew = 0
+            for lk in range(nl):
+                if pfree[lk] and not free[lk]:
+                    newly[nnew] = lk
+                    nnew += 1
+        for lk in range(nl):
+            pfree[lk] = free[lk]
         anyp = False
         for q in range(Q):
             for lk in range(nl):
@@ -517,6 +587,37 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                     nflag[g] |= M_SCAN1
                     acnt[g] = 0
                     continue
+                elif scan >= 2:
+                    # incremental: only the rows on the links saturated since the
+                    # last scan can have left (free links only become saturated)
+                    if acnt[g] == 0:
+                        continue
+                    lp = lptrs[g]
+                    bw = lo * W
+                    killed = False
+                    for u in range(nnew):
+                        lk = newly[u]
+                        for e in range(lp[lk], lp[lk + 1]):
+                            j = lo + rows_all[bw + e]
+                            if isalive[j]:
+                                isalive[j] = False
+                                killed = True
+                                for k in range(W):
+                                    gcnt[g, P[j, k]] -= 1
+                    if killed:  # the alive list without them, in order
+                        m = 0
+                        for t in range(acnt[g]):
+                            i = alive[lo + t]
+                            if isalive[i]:
+                                alive[lo + m] = i
+                                m += 1
+                        acnt[g] = m
+                    if acnt[g] > 0:
+                        found = True
+                        for lk in range(nl):
+                            if gcnt[g, lk] > 0:
+                                mark[lk] = True
+                    continue
                 m = 0
                 for t in range(acnt[g]):
                     i = alive[lo + t]
@@ -531,6 +632,10 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                             mark[P[i, k]] = True
                         alive[lo + m] = i
                         m += 1
+                        if scan == 1:  # the counts the incremental scans keep
+                            isalive[i] = True
+                            for k in range(W):
+                                gcnt[g, P[i, k]] += 1
                 acnt[g] = m
                 if scan == 0 and m == n:
                     # every row free: the links marked are the group's links (those
@@ -605,8 +710,9 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                         for i in range(lo, hi):
                             rate[i] += lvl[i]
                     else:
-                        st = _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol, rate,
-                                              lptrs, rows_all)
+                        # rounds >= 2 follow the second scan: the kept counts hold
+                        st = _waterfill_kept(P, gptr, g, alive, acnt[g], isalive, gcnt,
+                                             share, tol, rate, lptrs, rows_all)
                         if st < 0:
                             return -1
                         if st > 0:
