@@ -537,12 +537,14 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     done = 0
     scan = 0
     out[1] = 0
-    # From the third scan on, a group's scan is incremental: ``isalive`` flags its
+    # From the second scan on, a group's scan is incremental: ``isalive`` flags its
     # alive rows and ``gcnt[g, l]`` counts those crossing link l (both filled by the
-    # second scan).  A row leaves only when one of its links turns saturated, so only
-    # the rows of the links saturated since the last scan (``newly``, found from
-    # ``pfree``) are visited; the links a group marks are those with a count > 0:
-    # the same marks, weights, queues and alive rows as scanning every alive row.
+    # first scan, or from the link index when its memo says every row is free).  A
+    # row leaves only when one of its links turns saturated, so only the rows of the
+    # links saturated since the last scan (``newly``, found from ``pfree``) are
+    # visited; the links a group marks are those with a count > 0: the same marks,
+    # weights, queues and alive rows as scanning every alive row.  The fillings find
+    # their active rows from the same counts (:func:`_waterfill_kept`).
     isalive = np.zeros(P.shape[0], np.bool_)
     gcnt = np.zeros((G, nl), np.int64)
     pfree = np.empty(nl, np.bool_)
@@ -552,7 +554,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
         for lk in range(nl):
             Wl[lk] = 0.0
             free[lk] = residual[lk] > tol[lk]
-        if scan >= 2:
+        if scan >= 1:
             nnew = 0
             for lk in range(nl):
                 if pfree[lk] and not free[lk]:
@@ -581,16 +583,25 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                             for lk in range(nl):
                                 if mmark0[g, lk]:
                                     mark[lk] = True
+                            # every row alive: the kept counts are the link index's
+                            lp = lptrs[g]
+                            for i in range(lo, lo + n):
+                                isalive[i] = True
+                            for lk in range(nl):
+                                gcnt[g, lk] = lp[lk + 1] - lp[lk]
                         continue
                 elif scan == 1 and hit0[g] and (mflag[g] & M_SCAN1) != 0 and \
                         _same_flags(mfree1[g], free):
                     nflag[g] |= M_SCAN1
                     acnt[g] = 0
                     continue
-                elif scan >= 2:
+                else:
                     # incremental: only the rows on the links saturated since the
                     # last scan can have left (free links only become saturated)
                     if acnt[g] == 0:
+                        if scan == 1:  # the record: no row free after round 1
+                            nflag[g] |= M_SCAN1
+                            mfree1[g, :] = free
                         continue
                     lp = lptrs[g]
                     bw = lo * W
@@ -617,6 +628,9 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                         for lk in range(nl):
                             if gcnt[g, lk] > 0:
                                 mark[lk] = True
+                    elif scan == 1:
+                        nflag[g] |= M_SCAN1
+                        mfree1[g, :] = free
                     continue
                 m = 0
                 for t in range(acnt[g]):
@@ -632,10 +646,10 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                             mark[P[i, k]] = True
                         alive[lo + m] = i
                         m += 1
-                        if scan == 1:  # the counts the incremental scans keep
-                            isalive[i] = True
-                            for k in range(W):
-                                gcnt[g, P[i, k]] += 1
+                        # the counts the incremental scans and fillings keep
+                        isalive[i] = True
+                        for k in range(W):
+                            gcnt[g, P[i, k]] += 1
                 acnt[g] = m
                 if scan == 0 and m == n:
                     # every row free: the links marked are the group's links (those
@@ -644,9 +658,6 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                     lp = lptrs[g]
                     for lk in range(nl):
                         mmark0[g, lk] = lp[lk + 1] > lp[lk]
-                elif scan == 1 and m == 0:
-                    nflag[g] |= M_SCAN1
-                    mfree1[g, :] = free
             if found:
                 mark[L] = False
                 for lk in range(nl):
@@ -698,8 +709,8 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                                 min1[g, lk] = share[lk]
                             for i in range(lo, hi):
                                 lvl[i] = 0.0
-                            st = _waterfill_alive(P, gptr, g, alive, acnt[g], share, tol,
-                                                  lvl, lptrs, rows_all)
+                            st = _waterfill_kept(P, gptr, g, alive, acnt[g], isalive,
+                                                 gcnt, share, tol, lvl, lptrs, rows_all)
                             if st < 0:
                                 return -1
                             if st > 0:
@@ -710,7 +721,6 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                         for i in range(lo, hi):
                             rate[i] += lvl[i]
                     else:
-                        # rounds >= 2 follow the second scan: the kept counts hold
                         st = _waterfill_kept(P, gptr, g, alive, acnt[g], isalive, gcnt,
                                              share, tol, rate, lptrs, rows_all)
                         if st < 0:
