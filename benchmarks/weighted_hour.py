@@ -168,6 +168,11 @@ def main(argv=None) -> int:
         return 0
     if not os.path.exists(a.trace):
         p.error(f"--trace: trace file not found: {a.trace}")
+    from topologies import TopologyError, build_topology
+    try:
+        build_topology(a.topology)
+    except TopologyError as exc:
+        p.error(f"--topology: {exc}")
     rows, kept = record(a.scheduler, a.topology, a.limit, a.every, a.trace)
     res = summary(rows)
     cpu, same = rerun(kept, a.reps)

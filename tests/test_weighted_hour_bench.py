@@ -21,6 +21,7 @@ from trace_file import fb_trace  # noqa: E402
                                        (["--reps", "0"], "--reps"),
                                        (["--limit", "0"], "--limit"),
                                        (["--scheduler", "fifo"], "--scheduler"),
+                                       (["--topology", "foo:1"], "--topology"),
                                        (["--trace", "/nonexistent"], "--trace")])
 def test_bad_options_are_named(args, name, capsys):
     if "--trace" not in args:
