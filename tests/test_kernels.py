@@ -731,6 +731,7 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
     nl, W = 40, 3
     L = nl - 1
     kept_paths = 0
+    ends_blocked = 0
     for _ in range(30):
         n = int(rng.integers(1, 60))
         P = np.full((n, W), L, dtype=np.int64)
@@ -751,18 +752,111 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
                 gcnt[0, lk] += 1
         share = rng.uniform(0.0, 10.0, nl)
         share[rng.random(nl) < 0.1] = 0.0  # some links within tolerance
+        if rng.random() < 0.3:  # every alive row's first link within tolerance
+            share[P[alive_rows, 0]] = 0.0
         share[L] = np.inf
         tol = np.full(nl, 1e-9)
         tol[L] = 0.0
+        gend = np.zeros((1, 2, nl), np.int64)
+        kernels._count_ends(P, gptr, 0, alive, alive_rows.size, gend)
+        ends_blocked += bool(alive_rows.size) and kernels._ends_blocked(gend, 0, share, tol)
         s1, r1 = share.copy(), np.zeros(n)
-        s2, r2 = share.copy(), np.zeros(n)
         a1 = kernels._waterfill_alive(P, gptr, 0, alive, alive_rows.size, s1, tol, r1,
                                       lptrs, rows)
-        a2 = kernels._waterfill_kept(P, gptr, 0, alive, alive_rows.size, isalive, gcnt,
-                                     s2, tol, r2, lptrs, rows)
-        assert a1 == a2
-        assert r1.tobytes() == r2.tobytes() and s1.tobytes() == s2.tobytes()
+        # end counts not yet taken (counted on the first test of every alive row),
+        # and already kept
+        for ok in (False, True):
+            gend = np.full((1, 2, nl), -7, np.int64)
+            if ok:
+                kernels._count_ends(P, gptr, 0, alive, alive_rows.size, gend)
+            gok = np.array([ok])
+            s2, r2 = share.copy(), np.zeros(n)
+            a2 = kernels._waterfill_kept(P, gptr, 0, alive, alive_rows.size, isalive, gcnt,
+                                         s2, tol, r2, lptrs, rows, gend, gok)
+            assert a1 == a2
+            assert r1.tobytes() == r2.tobytes() and s1.tobytes() == s2.tobytes()
         blocked = sum(int(lptr[lk + 1] - lptr[lk]) for lk in range(nl)
                       if gcnt[0, lk] > 0 and not share[lk] > tol[lk])
         kept_paths += blocked <= alive_rows.size
     assert kept_paths > 10  # the kept counts served most cases
+    assert ends_blocked > 2  # and the blocked-ends shortcut some
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_killed_rows_leave_the_kept_counts(seed):
+    # the weighted pass removes the rows of newly saturated links from its kept
+    # state (kernels._kill_rows): the alive list (in order), the flags, the link
+    # counts and the end counts left must be those of the rows still alive,
+    # counted afresh
+    rng = np.random.default_rng(300 + seed)
+    nl, W = 30, 4
+    L = nl - 1
+    for _ in range(40):
+        n = int(rng.integers(1, 50))
+        P = np.full((n, W), L, dtype=np.int64)
+        for i in range(n):
+            k = int(rng.integers(1, W + 1))
+            P[i, :k] = rng.choice(L, size=k, replace=False)
+        # group 1 of two (rows 3.. of the stack), the first three rows another group
+        Ps = np.vstack([np.full((3, W), L, dtype=np.int64), P])
+        gptr = np.array([0, 3, 3 + n], dtype=np.int64)
+        lptr, rows = kernels.group_csr(P, nl)
+        lptrs = np.vstack([kernels.group_csr(Ps[:3], nl)[0], lptr])
+        rows_all = np.concatenate([kernels.group_csr(Ps[:3], nl)[1], rows])
+        alive_rows = 3 + np.flatnonzero(rng.random(n) < 0.8)
+        alive = np.arange(3 + n, dtype=np.int64)
+        alive[3:3 + alive_rows.size] = alive_rows
+        isalive = np.zeros(3 + n, bool)
+        isalive[alive_rows] = True
+        gcnt = np.zeros((2, nl), np.int64)
+        for i in alive_rows:
+            for lk in Ps[i]:
+                gcnt[1, lk] += 1
+        gend = np.zeros((2, 2, nl), np.int64)
+        kernels._count_ends(Ps, gptr, 1, alive, alive_rows.size, gend)
+        gok = np.array([False, True])
+        newly = rng.choice(L, int(rng.integers(0, 4)), replace=False).astype(np.int64)
+        newly = np.concatenate([newly, np.zeros(3, np.int64)])  # unused tail
+        nnew = newly.size - 3
+        left = kernels._kill_rows(Ps, gptr, 1, newly, nnew, lptrs, rows_all, alive,
+                                  alive_rows.size, isalive, gcnt, gend, gok)
+        want = [i for i in alive_rows if not set(Ps[i]) & set(newly[:nnew].tolist())]
+        assert alive[3:3 + left].tolist() == want
+        assert np.flatnonzero(isalive).tolist() == want
+        want_cnt = np.zeros((2, nl), np.int64)
+        for i in want:
+            for lk in Ps[i]:
+                want_cnt[1, lk] += 1
+        want_end = np.zeros((2, 2, nl), np.int64)
+        kernels._count_ends(Ps, gptr, 1, np.array([0, 1, 2] + want, np.int64), len(want),
+                            want_end)
+        assert np.array_equal(gcnt, want_cnt) and np.array_equal(gend, want_end)
+
+
+def test_end_counts_and_the_blocked_ends_test():
+    # kernels._count_ends counts alive rows by first and by last non-padding link;
+    # _ends_blocked says no row can be active only when a whole side is within
+    # tolerance (hand case: rows 0->1, 0->2, 3->2 on links 0..3, dummy 4)
+    L = 4
+    P = np.array([[0, 1, L], [0, 2, L], [3, 2, L], [1, L, L]], dtype=np.int64)
+    gptr = np.array([0, 4], dtype=np.int64)
+    alive = np.array([0, 1, 2, 0], dtype=np.int64)  # rows 0-2 alive, row 3 not
+    gend = np.full((1, 2, L + 1), -1, np.int64)
+    kernels._count_ends(P, gptr, 0, alive, 3, gend)
+    assert gend[0, 0].tolist() == [2, 0, 0, 1, 0]  # first links 0, 0, 3
+    assert gend[0, 1].tolist() == [0, 1, 2, 0, 0]  # last links 1, 2, 2
+    tol = np.array([1e-9] * L + [0.0])
+    free = np.array([5.0] * L + [np.inf])
+    assert not kernels._ends_blocked(gend, 0, free, tol)
+    one = free.copy()
+    one[0] = 0.0  # rows 0 and 1 blocked, row 2 (3->2) not
+    assert not kernels._ends_blocked(gend, 0, one, tol)
+    firsts = one.copy()
+    firsts[3] = 1e-9  # every first link within tolerance
+    assert kernels._ends_blocked(gend, 0, firsts, tol)
+    lasts = free.copy()
+    lasts[1] = lasts[2] = 0.0  # every last link
+    assert kernels._ends_blocked(gend, 0, lasts, tol)
+    mixed = free.copy()
+    mixed[0] = mixed[2] = 0.0  # every row blocked, but no whole side: not seen
+    assert not kernels._ends_blocked(gend, 0, mixed, tol)
