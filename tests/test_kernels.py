@@ -443,6 +443,49 @@ def test_weighted_pass_memo_gives_the_full_computation(name, topology, monkeypat
     assert s.memo_rows[0] > 0 and s.memo_rows[1] > 0
 
 
+@pytest.mark.parametrize("name,topology", [("aalo", "bigswitch:12"), ("philae", "bigswitch:12"),
+                                           ("aalo", "fattree:4")])
+def test_kept_weighted_pass_inputs_are_the_rebuilt_ones(name, topology, monkeypatch):
+    # the weighted pass's stacked inputs are kept between calls and updated in
+    # place when flows finished (_SeedScheduler._weighted_stack): at every call they
+    # must be what a full rebuild gives (rows, bounds, link indexes, memo records;
+    # the records of a group without one are not read, only its flag and levels),
+    # and most calls must have been served by the update
+    from rapier_app.core.workload import synthetic
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology(topology)
+    orig = _SeedScheduler._weighted_stack
+    stats = {"calls": 0, "kept": 0}
+
+    def checked(self, gs, nl):
+        P0, gptr0, _ = self._stack(gs, None, False)
+        lptrs0, rows0 = self._stack_csr(gs, nl)
+        memo0 = self._stack_memo(gs, gptr0, nl)
+        before = self._wstack
+        P, gptr, lptrs, rows_all, memo = orig(self, gs, nl)
+        stats["calls"] += 1
+        stats["kept"] += before is not None and self._wstack is before
+        assert P.tobytes() == P0.tobytes() and P.shape == P0.shape
+        assert gptr.tolist() == gptr0.tolist()
+        assert lptrs.tobytes() == lptrs0.tobytes() and rows_all.tobytes() == rows0.tobytes()
+        assert memo[0].tolist() == memo0[0].tolist()
+        assert memo[6].tobytes() == memo0[6].tobytes()
+        rec = memo[0] != 0
+        for a, b in zip(memo[1:6], memo0[1:6]):
+            assert a[rec].tobytes() == b[rec].tobytes()
+        return P, gptr, lptrs, rows_all, memo
+
+    monkeypatch.setattr(_SeedScheduler, "_weighted_stack", checked)
+    cfs = synthetic(topo, 30, 12, 0.01, "pareto:0.5,1.3", seed=5)
+    res = simulate(topo, cfs, make_scheduler(name, topo))
+    assert len(res.coflows) == 30 and stats["calls"] > 50
+    assert stats["kept"] > stats["calls"] // 2
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_simulator_sums_compiled_equal_bincount(seed):
     # the simulator's link-load update for changed rates and its bytes-per-coflow
