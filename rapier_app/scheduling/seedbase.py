@@ -472,6 +472,9 @@ class _SeedScheduler(Scheduler):
         #: last emit(); and that emit's (groups, flows list, paths list)
         self._drops: Dict[int, Tuple[_Group, np.ndarray]] = {}
         self._emitted: Optional[Tuple[List[_Group], list, list]] = None
+        #: during :meth:`schedule`: (its groups, the vector their rates are slices of,
+        #: the slices)
+        self._rbuf: Optional[tuple] = None
         #: the compiled weighted pass's stacked inputs of its last call (:meth:
         #: _weighted_stack): [groups, P, gptr, lptrs, rows_all, memo arrays, links]
         self._wstack: Optional[list] = None
@@ -1014,6 +1017,14 @@ class _SeedScheduler(Scheduler):
             rs.append(r)
             last[c.coflow_id] = float(r.sum())
         self._last_rates = last
+        rb = self._rbuf
+        if rb is not None and len(rb[0]) == len(gs) and all(map(is_, rb[0], gs)) and \
+                all(map(is_, rb[2], rs)):
+            # the slices of :meth:`schedule`'s vector, in order (still its views): the
+            # vector is their concatenation
+            vec = rb[1]
+        else:
+            vec = np.concatenate(rs) if rs else np.zeros(0)
         lists = self._reuse_lists(gs) if self.volatile_schedules else None
         if lists is None:
             flows: list = []
@@ -1025,8 +1036,8 @@ class _SeedScheduler(Scheduler):
             flows, paths = lists
         self._drops.clear()
         self._emitted = (gs, flows, paths) if self.volatile_schedules else None
-        return Schedule.from_vectors(flows, paths, np.concatenate(rs) if rs else np.zeros(0),
-                                     order=order, info=info or {}, tuple_paths=True)
+        return Schedule.from_vectors(flows, paths, vec, order=order, info=info or {},
+                                     tuple_paths=True)
 
     def _reuse_lists(self, gs: List[_Group]) -> Optional[Tuple[list, list]]:
         """The previous :meth:`emit`'s flow and path lists with the flows that
@@ -1059,12 +1070,23 @@ class _SeedScheduler(Scheduler):
         the discipline is the subclass's :meth:`plan`."""
         self._forget(coflows)
         live = [c for c in coflows if c.active_flows()]
+        gs = [self.group(c) for c in live]
+        # every group's rates are a slice of one zeroed vector, in emit's order, so
+        # emit hands that vector out instead of concatenating the groups' arrays
+        buf = np.zeros(sum(g.n for g in gs))
         rates = {}
-        for c in live:
-            g = self.group(c)
-            rates[id(g)] = np.zeros(g.n)
-        order, info = self.plan(now, live, rates)
-        return self.emit(live, rates, order, info)
+        views = []
+        o = 0
+        for g in gs:
+            v = rates[id(g)] = buf[o:o + g.n]
+            views.append(v)
+            o += g.n
+        self._rbuf = (gs, buf, views)
+        try:
+            order, info = self.plan(now, live, rates)
+            return self.emit(live, rates, order, info)
+        finally:
+            self._rbuf = None
 
     def plan(self, now: float, coflows: List[CoflowState],
              rates: Dict[int, np.ndarray]) -> Tuple[List[str], dict]:
