@@ -443,14 +443,17 @@ def test_weighted_pass_memo_gives_the_full_computation(name, topology, monkeypat
     assert s.memo_rows[0] > 0 and s.memo_rows[1] > 0
 
 
-@pytest.mark.parametrize("name,topology", [("aalo", "bigswitch:12"), ("philae", "bigswitch:12"),
-                                           ("aalo", "fattree:4")])
-def test_kept_weighted_pass_inputs_are_the_rebuilt_ones(name, topology, monkeypatch):
-    # the weighted pass's stacked inputs are kept between calls and updated in
-    # place when flows finished (_SeedScheduler._weighted_stack): at every call they
-    # must be what a full rebuild gives (rows, bounds, link indexes, memo records;
-    # the records of a group without one are not read, only its flag and levels),
-    # and most calls must have been served by the update
+@pytest.mark.parametrize("name,topology,kind", [
+    ("aalo", "bigswitch:12", "weighted"), ("philae", "bigswitch:12", "weighted"),
+    ("aalo", "fattree:4", "weighted"), ("fifo", "bigswitch:12", "strict"),
+    ("sincronia-maxmin", "fattree:4", "strict"), ("optas", "bigswitch:12", "joint")])
+def test_kept_pass_inputs_are_the_rebuilt_ones(name, topology, kind, monkeypatch):
+    # the compiled passes' stacked inputs are kept between calls and updated in
+    # place when flows finished (_SeedScheduler._stacked): at every call they must
+    # be what a full rebuild gives (rows, bounds, link indexes and, for the
+    # weighted pass, memo records; the records of a group without one are not
+    # read, only its flag and levels), and most calls must have been served by the
+    # update
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
     from rapier_app.scheduling.seedbase import _SeedScheduler
@@ -458,28 +461,32 @@ def test_kept_weighted_pass_inputs_are_the_rebuilt_ones(name, topology, monkeypa
     from topologies import build_topology
 
     topo = build_topology(topology)
-    orig = _SeedScheduler._weighted_stack
+    orig = _SeedScheduler._stacked
     stats = {"calls": 0, "kept": 0}
 
-    def checked(self, gs, nl):
+    def checked(self, k, gs, nl, memo=False):
         P0, gptr0, _ = self._stack(gs, None, False)
         lptrs0, rows0 = self._stack_csr(gs, nl)
-        memo0 = self._stack_memo(gs, gptr0, nl)
-        before = self._wstack
-        P, gptr, lptrs, rows_all, memo = orig(self, gs, nl)
-        stats["calls"] += 1
-        stats["kept"] += before is not None and self._wstack is before
+        memo0 = self._stack_memo(gs, gptr0, nl) if memo else None
+        before = self._stacks.get(k)
+        P, gptr, lptrs, rows_all, rec = orig(self, k, gs, nl, memo)
+        if k == kind:
+            stats["calls"] += 1
+            stats["kept"] += before is not None and self._stacks[k] is before
         assert P.tobytes() == P0.tobytes() and P.shape == P0.shape
         assert gptr.tolist() == gptr0.tolist()
         assert lptrs.tobytes() == lptrs0.tobytes() and rows_all.tobytes() == rows0.tobytes()
-        assert memo[0].tolist() == memo0[0].tolist()
-        assert memo[6].tobytes() == memo0[6].tobytes()
-        rec = memo[0] != 0
-        for a, b in zip(memo[1:6], memo0[1:6]):
-            assert a[rec].tobytes() == b[rec].tobytes()
-        return P, gptr, lptrs, rows_all, memo
+        if memo:
+            assert rec[0].tolist() == memo0[0].tolist()
+            assert rec[6].tobytes() == memo0[6].tobytes()
+            has = rec[0] != 0
+            for a, b in zip(rec[1:6], memo0[1:6]):
+                assert a[has].tobytes() == b[has].tobytes()
+        else:
+            assert rec is None
+        return P, gptr, lptrs, rows_all, rec
 
-    monkeypatch.setattr(_SeedScheduler, "_weighted_stack", checked)
+    monkeypatch.setattr(_SeedScheduler, "_stacked", checked)
     cfs = synthetic(topo, 30, 12, 0.01, "pareto:0.5,1.3", seed=5)
     res = simulate(topo, cfs, make_scheduler(name, topo))
     assert len(res.coflows) == 30 and stats["calls"] > 50

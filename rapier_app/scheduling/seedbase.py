@@ -475,9 +475,10 @@ class _SeedScheduler(Scheduler):
         #: during :meth:`schedule`: (its groups, the vector their rates are slices of,
         #: the slices)
         self._rbuf: Optional[tuple] = None
-        #: the compiled weighted pass's stacked inputs of its last call (:meth:
-        #: _weighted_stack): [groups, P, gptr, lptrs, rows_all, memo arrays, links]
-        self._wstack: Optional[list] = None
+        #: per compiled pass ("weighted", "strict", "joint"), the stacked inputs of
+        #: its last call (:meth:`_stacked`): [groups, P, gptr, lptrs, rows_all, memo
+        #: arrays or None, links]
+        self._stacks: Dict[str, list] = {}
         #: weighted passes that hit MAX_WEIGHTED_ROUNDS (expected 0) and the most
         #: rounds one pass needed (diagnostics of :meth:`weighted_pass`)
         self.rounds_capped = 0
@@ -644,9 +645,10 @@ class _SeedScheduler(Scheduler):
         selects all of them)."""
         if kernels.ENABLED and all(m is None for _, m in groups) and _distinct(groups):
             gs = [g for g, _ in groups]
-            P, gptr, acc = self._stack(gs, rates)
-            lptrs, rows_all = self._stack_csr(gs, residual.shape[0])
+            P, gptr, lptrs, rows_all, _ = self._stacked("strict", gs, residual.shape[0])
+            acc = np.concatenate([rates[id(g)] for g in gs]) if gs else np.zeros(0)
             if kernels.strict_kernel(P, gptr, residual, self._tol, acc, lptrs, rows_all) < 0:
+                self._stacks.pop("strict", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
             self._unstack(gs, acc, rates)
             return
@@ -680,11 +682,11 @@ class _SeedScheduler(Scheduler):
         if kernels.ENABLED and alloc is waterfill and groups:
             # the groups' kept link indexes instead of one counting sort over every
             # live flow
-            P, gptr, _ = self._stack(groups, None)
-            nl = residual.shape[0]
-            lptrs, rows_all = self._stack_csr(groups, nl)
+            P, gptr, lptrs, rows_all, _ = self._stacked("joint", list(groups),
+                                                        residual.shape[0])
             r = np.zeros(P.shape[0])
             if kernels.joint_kernel(P, gptr, residual, self._tol, r, lptrs, rows_all) < 0:
+                self._stacks.pop("joint", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
         else:
             P = np.concatenate([g.P for g in groups])
@@ -773,7 +775,8 @@ class _SeedScheduler(Scheduler):
         if (kernels.ENABLED and all(m is None for _, groups in queues for _, m in groups)
                 and _distinct([gm for _, groups in queues for gm in groups])):
             gs = [g for _, groups in queues for g, _ in groups]
-            P, gptr, lptrs, rows_all, memo = self._weighted_stack(gs, residual.shape[0])
+            P, gptr, lptrs, rows_all, memo = self._stacked("weighted", gs, residual.shape[0],
+                                                           True)
             acc = (np.concatenate([rates[id(g)] for g in gs]) if gs else np.zeros(0))
             qptr = np.zeros(len(queues) + 1, dtype=np.int64)
             np.cumsum([len(groups) for _, groups in queues], out=qptr[1:])
@@ -781,7 +784,7 @@ class _SeedScheduler(Scheduler):
             out = np.zeros(4, dtype=np.int64)
             if kernels.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
                                        lptrs, rows_all, *memo) < 0:
-                self._wstack = None
+                self._stacks.pop("weighted", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
             self._unstack(gs, acc, rates)
             self._keep_memo(gs, gptr, memo)
@@ -854,10 +857,12 @@ class _SeedScheduler(Scheduler):
         self.strict_pass([gm for _, groups in queues for gm in groups], residual, rates)
         return done
 
-    def _weighted_stack(self, gs: List[_Group], nl: int) -> tuple:
-        """The compiled weighted pass's inputs for the groups ``gs`` over ``nl`` links
-        (the dummy included): (P, gptr, lptrs, rows_all, memo), as :meth:`_stack`,
-        :meth:`_stack_csr` and :meth:`_stack_memo` build them.
+    def _stacked(self, kind: str, gs: List[_Group], nl: int, memo: bool = False) -> tuple:
+        """A compiled pass's inputs for the groups ``gs`` over ``nl`` links (the dummy
+        included): (P, gptr, lptrs, rows_all, memo), as :meth:`_stack`,
+        :meth:`_stack_csr` and, with ``memo`` (the weighted pass), :meth:`_stack_memo`
+        build them (memo None without).  ``kind`` names the pass ("weighted",
+        "strict", "joint"): each keeps its own.
 
         Kept from the last call and updated in place when ``gs`` are the last
         call's groups or their filtered successors (flows finished, recorded by
@@ -870,19 +875,20 @@ class _SeedScheduler(Scheduler):
         every live flow's rows at every decision point (on the Facebook hour's
         giants, 99 % of the rows passed are in calls that find their groups so;
         issue 16).  Otherwise they are rebuilt."""
-        c = self._wstack
-        if c is not None and c[6] == nl and len(c[0]) == len(gs):
+        c = self._stacks.get(kind)
+        if c is not None and c[6] == nl and len(c[0]) == len(gs) and \
+                (c[5] is not None) == memo:
             got = self._restack(c, gs, nl)
             if got is not None:
                 return got
         P, gptr, _ = self._stack(gs, None, False)
         lptrs, rows_all = self._stack_csr(gs, nl)
-        memo = self._stack_memo(gs, gptr, nl)
-        self._wstack = [gs, P, gptr, lptrs, rows_all, memo, nl]
-        return P, gptr, lptrs, rows_all, memo
+        rec = self._stack_memo(gs, gptr, nl) if memo else None
+        self._stacks[kind] = [gs, P, gptr, lptrs, rows_all, rec, nl]
+        return P, gptr, lptrs, rows_all, rec
 
     def _restack(self, c: list, gs: List[_Group], nl: int) -> Optional[tuple]:
-        """The in-place update of :meth:`_weighted_stack` (None: not applicable)."""
+        """The in-place update of :meth:`_stacked` (None: not applicable)."""
         old_gs, P, gptr, lptrs, rows_all, memo, _ = c
         first = -1
         drops = self._drops
@@ -896,7 +902,8 @@ class _SeedScheduler(Scheduler):
                 first = k
         if first >= 0:
             W = P.shape[1]
-            flag, free0, mark0, in1, out1, free1, lvl = memo
+            if memo is not None:
+                flag, free0, mark0, in1, out1, free1, lvl = memo
             newptr = gptr.copy()
             np.cumsum([g.n for g in gs], out=newptr[1:])
             Pf = P.reshape(-1)
@@ -909,15 +916,18 @@ class _SeedScheduler(Scheduler):
                     Pf[t * W:(t + n) * W] = _i64(g.P).reshape(-1)
                     rows_all[t * W:(t + n) * W] = rw
                     lptrs[k] = lp
-                    flag[k] = 0
-                    lvl[t:t + n] = 0.0
+                    if memo is not None:
+                        flag[k] = 0
+                        lvl[t:t + n] = 0.0
                 elif t != o:  # moved up: one (overlap-safe) slice copy per array
                     Pf[t * W:(t + n) * W] = Pf[o * W:(o + n) * W]
                     rows_all[t * W:(t + n) * W] = rows_all[o * W:(o + n) * W]
-                    lvl[t:t + n] = lvl[o:o + n]
+                    if memo is not None:
+                        lvl[t:t + n] = lvl[o:o + n]
             R = np_[-1]
             P, rows_all, gptr = P[:R], rows_all[:R * W], newptr
-            memo = (flag, free0, mark0, in1, out1, free1, lvl[:R])
+            if memo is not None:
+                memo = (flag, free0, mark0, in1, out1, free1, lvl[:R])
         c[:] = [gs, P, gptr, lptrs, rows_all, memo, nl]
         return P, gptr, lptrs, rows_all, memo
 
