@@ -491,6 +491,53 @@ def test_kept_pass_inputs_are_the_rebuilt_ones(name, topology, kind, monkeypatch
     assert stats["kept"] > stats["calls"] // 2
 
 
+@pytest.mark.parametrize("name,kind", [("aalo", "weighted"), ("fifo", "strict")])
+def test_kept_pass_inputs_when_several_coflows_lose_flows_at_once(name, kind,
+                                                                  monkeypatch):
+    # hand case for _SeedScheduler._stacked's update with several filtered groups in
+    # one call: four coflows on disjoint ports, each with three flows in parallel,
+    # of 1, 2 and 3 MB for the first two and 1.5, 2.5 and 3.5 MB for the others, so
+    # that two coflows lose a flow at the same instant while the two after them
+    # keep theirs (they move up), and then the other way round; the kept inputs
+    # must equal a full rebuild, and such calls must have used the update
+    from rapier_app.core.model import make_coflow
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.sim import simulate
+    from topologies import build_topology
+
+    topo = build_topology("bigswitch:12")
+    h = topo.hosts
+    cfs = [make_coflow(f"c{i}", 0.0, [(h[3 * i], h[3 * i + 1], 1e6 + 5e5 * (i // 2)),
+                                      (h[3 * i + 1], h[3 * i + 2], 2e6 + 5e5 * (i // 2)),
+                                      (h[3 * i + 2], h[3 * i], 3e6 + 5e5 * (i // 2))])
+           for i in range(4)]
+    orig = _SeedScheduler._stacked
+    seen = []
+
+    def checked(self, k, gs, nl, memo=False):
+        P0, gptr0, _ = self._stack(gs, None, False)
+        lptrs0, rows0 = self._stack_csr(gs, nl)
+        memo0 = self._stack_memo(gs, gptr0, nl) if memo else None
+        before = self._stacks.get(k)
+        old = list(before[0]) if before is not None else None
+        P, gptr, lptrs, rows_all, rec = orig(self, k, gs, nl, memo)
+        if k == kind and old is not None and len(old) == len(gs):
+            seen.append((sum(a is not b for a, b in zip(old, gs)),
+                         self._stacks[k] is before))
+        assert P.tobytes() == P0.tobytes() and gptr.tolist() == gptr0.tolist()
+        assert lptrs.tobytes() == lptrs0.tobytes() and rows_all.tobytes() == rows0.tobytes()
+        if memo:
+            assert rec[0].tolist() == memo0[0].tolist()
+            assert rec[6].tobytes() == memo0[6].tobytes()
+        return P, gptr, lptrs, rows_all, rec
+
+    monkeypatch.setattr(_SeedScheduler, "_stacked", checked)
+    res = simulate(topo, cfs, make_scheduler(name, topo))
+    assert len(res.coflows) == 4
+    assert (2, True) in seen  # two filtered in one call, served by the update
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_simulator_sums_compiled_equal_bincount(seed):
     # the simulator's link-load update for changed rates and its bytes-per-coflow
