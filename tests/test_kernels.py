@@ -441,6 +441,45 @@ def test_weighted_pass_memo_gives_the_full_computation(name, topology, monkeypat
     assert s.memo_rows[0] > 0 and s.memo_rows[1] > 0
 
 
+def _random_rows(rng, n, W, L):
+    """``n`` padded link rows of width ``W``: 1..W distinct links below the dummy
+    ``L`` each, the rest ``L``."""
+    P = np.full((n, W), L, dtype=np.int64)
+    for i in range(n):
+        k = int(rng.integers(1, W + 1))
+        P[i, :k] = rng.choice(L, size=k, replace=False)
+    return P
+
+
+def _stacked_checked(orig, on_call):
+    """A stand-in for ``_SeedScheduler._stacked`` (``orig``) that asserts, at every
+    call, that the kept inputs it returns are what a full rebuild gives (rows,
+    bounds, link indexes and, for the weighted pass, memo records; a record with
+    flag 0 is not read, only its flag and levels), after calling ``on_call(self,
+    kind, groups, the kept entry before the call, its groups)``."""
+    def checked(self, k, gs, nl, memo=False):
+        P0, gptr0, _ = self._stack(gs, None, False)
+        lptrs0, rows0 = self._stack_csr(gs, nl)
+        memo0 = self._stack_memo(gs, gptr0, nl) if memo else None
+        before = self._stacks.get(k)
+        old_gs = list(before[0]) if before is not None else None
+        P, gptr, lptrs, rows_all, rec = orig(self, k, gs, nl, memo)
+        on_call(self, k, gs, before, old_gs)
+        assert P.tobytes() == P0.tobytes() and P.shape == P0.shape
+        assert gptr.tolist() == gptr0.tolist()
+        assert lptrs.tobytes() == lptrs0.tobytes() and rows_all.tobytes() == rows0.tobytes()
+        if memo:
+            assert rec[0].tolist() == memo0[0].tolist()
+            assert rec[6].tobytes() == memo0[6].tobytes()
+            has = rec[0] != 0
+            for a, b in zip(rec[1:6], memo0[1:6]):
+                assert a[has].tobytes() == b[has].tobytes()
+        else:
+            assert rec is None
+        return P, gptr, lptrs, rows_all, rec
+    return checked
+
+
 @pytest.mark.parametrize("name,topology,kind", [
     ("aalo", "bigswitch:12", "weighted"), ("philae", "bigswitch:12", "weighted"),
     ("aalo", "fattree:4", "weighted"), ("fifo", "bigswitch:12", "strict"),
@@ -462,27 +501,12 @@ def test_kept_pass_inputs_are_the_rebuilt_ones(name, topology, kind, monkeypatch
     orig = _SeedScheduler._stacked
     stats = {"calls": 0, "kept": 0}
 
-    def checked(self, k, gs, nl, memo=False):
-        P0, gptr0, _ = self._stack(gs, None, False)
-        lptrs0, rows0 = self._stack_csr(gs, nl)
-        memo0 = self._stack_memo(gs, gptr0, nl) if memo else None
-        before = self._stacks.get(k)
-        P, gptr, lptrs, rows_all, rec = orig(self, k, gs, nl, memo)
+    def seen(self, k, gs, before, old_gs):
         if k == kind:
             stats["calls"] += 1
             stats["kept"] += before is not None and self._stacks[k] is before
-        assert P.tobytes() == P0.tobytes() and P.shape == P0.shape
-        assert gptr.tolist() == gptr0.tolist()
-        assert lptrs.tobytes() == lptrs0.tobytes() and rows_all.tobytes() == rows0.tobytes()
-        if memo:
-            assert rec[0].tolist() == memo0[0].tolist()
-            assert rec[6].tobytes() == memo0[6].tobytes()
-            has = rec[0] != 0
-            for a, b in zip(rec[1:6], memo0[1:6]):
-                assert a[has].tobytes() == b[has].tobytes()
-        else:
-            assert rec is None
-        return P, gptr, lptrs, rows_all, rec
+
+    checked = _stacked_checked(orig, seen)
 
     monkeypatch.setattr(_SeedScheduler, "_stacked", checked)
     cfs = synthetic(topo, 30, 12, 0.01, "pareto:0.5,1.3", seed=5)
@@ -515,22 +539,12 @@ def test_kept_pass_inputs_when_several_coflows_lose_flows_at_once(name, kind,
     orig = _SeedScheduler._stacked
     seen = []
 
-    def checked(self, k, gs, nl, memo=False):
-        P0, gptr0, _ = self._stack(gs, None, False)
-        lptrs0, rows0 = self._stack_csr(gs, nl)
-        memo0 = self._stack_memo(gs, gptr0, nl) if memo else None
-        before = self._stacks.get(k)
-        old = list(before[0]) if before is not None else None
-        P, gptr, lptrs, rows_all, rec = orig(self, k, gs, nl, memo)
-        if k == kind and old is not None and len(old) == len(gs):
-            seen.append((sum(a is not b for a, b in zip(old, gs)),
+    def record(self, k, gs, before, old_gs):
+        if k == kind and old_gs is not None and len(old_gs) == len(gs):
+            seen.append((sum(a is not b for a, b in zip(old_gs, gs)),
                          self._stacks[k] is before))
-        assert P.tobytes() == P0.tobytes() and gptr.tolist() == gptr0.tolist()
-        assert lptrs.tobytes() == lptrs0.tobytes() and rows_all.tobytes() == rows0.tobytes()
-        if memo:
-            assert rec[0].tolist() == memo0[0].tolist()
-            assert rec[6].tobytes() == memo0[6].tobytes()
-        return P, gptr, lptrs, rows_all, rec
+
+    checked = _stacked_checked(orig, record)
 
     monkeypatch.setattr(_SeedScheduler, "_stacked", checked)
     res = simulate(topo, cfs, make_scheduler(name, topo))
@@ -829,10 +843,7 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
     ends_blocked = 0
     for _ in range(30):
         n = int(rng.integers(1, 60))
-        P = np.full((n, W), L, dtype=np.int64)
-        for i in range(n):
-            k = int(rng.integers(1, W + 1))
-            P[i, :k] = rng.choice(L, size=k, replace=False)
+        P = _random_rows(rng, n, W, L)
         gptr = np.array([0, n], dtype=np.int64)
         lptr, rows = kernels.group_csr(P, nl)
         lptrs = lptr.reshape(1, -1)
@@ -888,10 +899,7 @@ def test_killed_rows_leave_the_kept_counts(seed):
     L = nl - 1
     for _ in range(40):
         n = int(rng.integers(1, 50))
-        P = np.full((n, W), L, dtype=np.int64)
-        for i in range(n):
-            k = int(rng.integers(1, W + 1))
-            P[i, :k] = rng.choice(L, size=k, replace=False)
+        P = _random_rows(rng, n, W, L)
         # group 1 of two (rows 3.. of the stack), the first three rows another group
         Ps = np.vstack([np.full((3, W), L, dtype=np.int64), P])
         gptr = np.array([0, 3, 3 + n], dtype=np.int64)
