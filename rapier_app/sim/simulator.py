@@ -40,6 +40,9 @@ CAPACITY_SLACK = 1e-6
 #: events; in between it keeps the loads from the flows whose rate changed (their
 #: rounding drift, about 1e-16 relative per update, stays far below CAPACITY_SLACK)
 EXACT_CHECK_EVERY = 1000
+#: the sparse event step for sticky-path schedulers when the compiled kernels are on
+#: (see :meth:`Simulator._run`); False forces the dense step (tests compare the two)
+SPARSE_STEP = True
 
 
 def _link_load(glob_P: np.ndarray, glob_len: np.ndarray, gi: np.ndarray,
@@ -283,6 +286,17 @@ class Simulator:
         # here per coflow serial instead of in every flow's counter
         reads_coflow = rp == "coflow"
         sticky = bool(getattr(self.scheduler, "sticky_paths", False))
+        # The sparse step: with sticky paths (a flow's links never change once
+        # validated) the per-event work runs over the sending positions only, and
+        # the rates the link loads were counted at are kept for those positions
+        # (prev_pos, prev_rate) instead of for every live flow: most live flows
+        # wait (one flow per port sends under Sincronia's greedy rates while
+        # 600,000 are live in the all-at-0 hour; issue 16).  The same sums in the
+        # same order as the dense step, so the same results bit for bit.
+        sparse = (SPARSE_STEP and sticky and _kernels.ENABLED and not by_coflow
+                  and self.event_log is None)
+        prev_pos = np.zeros(0, dtype=np.int64)
+        prev_rate = np.zeros(0)
         # the scheduler's flows_finished hook, when it has one of its own
         fin_hook = (self.scheduler.flows_finished
                     if type(self.scheduler).flows_finished is not Scheduler.flows_finished
@@ -290,8 +304,8 @@ class Simulator:
         cof_sent = np.zeros(len(self.specs))  # per coflow serial (arrival order)
         arrived = False
         # Per active position: the last validated path (a tuple; None: the schedule gave
-        # none; _UNSET: none validated yet);
-        # positions move only when flows finish.
+        # none; _UNSET: none validated yet); positions move only when flows finish.
+        # Not kept for sticky-path schedulers (glob_len says which flows have one).
         cur_paths: List[object] = []
         # validated link indices per global flow index, as a padded matrix (row g:
         # glob_len[g] link indices; append-only, so finishes need no compaction)
@@ -337,7 +351,8 @@ class Simulator:
                     f._sim_idx = n_glob + n
                 size[n_glob:n_glob + k] = [f.spec.size_bytes for f in cs.flows]
                 sent[n_glob:n_glob + k] = [f.bytes_sent for f in cs.flows]
-                cur_paths.extend([_UNSET] * k)
+                if not sticky:  # sticky schedulers' paths are checked by glob_len
+                    cur_paths.extend([_UNSET] * k)
                 new_idx.extend(range(n_glob, n_glob + k))
                 act_flows.extend(cs.active_flows())
                 n_glob += k
@@ -350,7 +365,8 @@ class Simulator:
             if act_dirty:
                 if new_idx:
                     act_idx = np.concatenate([act_idx, np.array(new_idx, dtype=np.int64)])
-                    rate_prev = np.concatenate([rate_prev, np.zeros(len(new_idx))])
+                    if not sparse:
+                        rate_prev = np.concatenate([rate_prev, np.zeros(len(new_idx))])
                     new_idx = []
                 posmap_ok = False  # refreshed on first use (schedules not in our order)
                 act_dirty = False
@@ -405,7 +421,43 @@ class Simulator:
                         rate_list[j] = a.rate_bps
                 rate_pos = np.array(rate_list, dtype=float)
             # flows that send: an allocation with a positive (or NaN: caught below) rate
-            if sticky and _kernels.ENABLED:
+            if sparse:
+                sel_arr, look_pos = _kernels.sim_scan_kernel(rate_pos, act_idx, glob_len)
+                none = []
+                for j in look_pos.tolist():
+                    # a sending flow without a validated path (never counted in the
+                    # loads: it never sent)
+                    p = path_pos[j]
+                    if p is None:
+                        none.append(j)  # no allocation: it waits
+                        continue
+                    f = act_flows[j]
+                    if p[0] != f.src or p[-1] != f.dst:
+                        raise SimulationError(f"path: flow {f.flow_id} ({f.src}->{f.dst}) "
+                                              f"got path {'-'.join(p)} with wrong endpoints")
+                    try:
+                        ls = path_links(p)
+                    except TopologyError as exc:
+                        raise SimulationError(f"flow {f.flow_id}: {exc}") from None
+                    g = int(act_idx[j])
+                    nl = len(ls)
+                    if nl > glob_P.shape[1]:
+                        glob_P = np.concatenate([glob_P, np.zeros(
+                            (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
+                    glob_P[g, :nl] = ls
+                    glob_len[g] = nl
+                if none:
+                    sel_arr = sel_arr[~np.isin(sel_arr, none)]
+                (rate_arr, gsel, sent_g, ttf, bad,
+                 ttf_min) = _kernels.sim_sparse_kernel(sel_arr, rate_pos, act_idx, size, sent,
+                                                       glob_P, glob_len, prev_pos, prev_rate,
+                                                       load_inc)
+                if bad >= 0:
+                    raise SimulationError(f"rate_bps: flow {act_flows[bad].flow_id} got "
+                                          f"rate {rate_pos[bad]}")
+                n_sel = sel_arr.shape[0]
+                look = None
+            elif sticky and _kernels.ENABLED:
                 # each flow keeps its first path: only never-validated flows that send
                 # need a look (a waiting flow's path is not yet its own); one pass
                 pos_mask, look_pos = _kernels.sim_look_kernel(rate_pos, act_idx, glob_len)
@@ -451,7 +503,8 @@ class Simulator:
                     if not sends:
                         continue
                     raise SimulationError(f"flow {f.flow_id}: {exc}") from None
-                cur_paths[j] = p if type(p) is tuple else _UNSET
+                if not sticky:
+                    cur_paths[j] = p if type(p) is tuple else _UNSET
                 g = int(act_idx[j])
                 if rate_prev[j] != 0.0:  # its old links lose its old rate
                     load_inc[glob_P[g, :glob_len[g]]] -= rate_prev[j]
@@ -462,7 +515,9 @@ class Simulator:
                         (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
                 glob_P[g, :nl] = ls
                 glob_len[g] = nl
-            if _kernels.ENABLED:
+            if sparse:
+                pass  # done above
+            elif _kernels.ENABLED:
                 # the vector work below in one compiled pass (same values, same sums)
                 (sel_arr, rate_arr, gsel, sent_g, ttf, w, bad,
                  ttf_min) = _kernels.sim_select_kernel(pos_mask, rate_pos, act_idx, size,
@@ -493,10 +548,17 @@ class Simulator:
                 ttf = remaining * BITS / rate_arr
                 ttf_min = float(ttf.min()) if n_sel else math.inf
             if reads:
-                rate_clean = np.where(pos_mask, rate_pos, 0.0)
+                if sparse:
+                    rate_clean = np.zeros(m)
+                    rate_clean[sel_arr] = rate_arr
+                else:
+                    rate_clean = np.where(pos_mask, rate_pos, 0.0)
                 deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
                 deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
-            rate_prev = w
+            if sparse:
+                prev_pos, prev_rate = sel_arr, rate_arr
+            else:
+                rate_prev = w
             if n_sel:
                 util = load_inc / cap
                 worst = int(np.argmax(util))
@@ -505,7 +567,9 @@ class Simulator:
                     exact_in = EXACT_CHECK_EVERY
                     # every position's links, waiting flows weighted 0: the senders'
                     # loads bit for bit
-                    load_inc = _link_load(glob_P, glob_len, act_idx, w, n_links)
+                    load_inc = (_link_load(glob_P, glob_len, gsel, rate_arr, n_links)
+                                if sparse else
+                                _link_load(glob_P, glob_len, act_idx, w, n_links))
                     util = load_inc / cap
                     worst = int(np.argmax(util))
                 load = load_inc
@@ -573,8 +637,9 @@ class Simulator:
                 if not _kernels.ENABLED:
                     sent[gsel] = new_sent
                 if reads_bytes:
-                    deque(map(setattr, compress(act_flows, pos_mask.tolist()),
-                              repeat("bytes_sent"), new_sent.tolist()), 0)
+                    senders = (map(act_flows.__getitem__, sel_arr.tolist()) if sparse
+                               else compress(act_flows, pos_mask.tolist()))
+                    deque(map(setattr, senders, repeat("bytes_sent"), new_sent.tolist()), 0)
                 elif fin.size:
                     for j, b in zip(sel_arr[fin].tolist(), new_sent[fin].tolist()):
                         act_flows[j].bytes_sent = b
@@ -598,25 +663,37 @@ class Simulator:
                     if fin_hook is not None:
                         fin_hook([act_flows[j] for j in fin_pos.tolist()])
                     gfin = act_idx[fin_pos]
-                    rfin = rate_prev[fin_pos]
+                    if sparse:
+                        rfin = rate_arr[fin]
+                        # the senders that go on, at their positions after the drops
+                        alive = np.ones(n_sel, dtype=bool)
+                        alive[fin] = False
+                        prev_pos = _kernels.sim_shift_kernel(sel_arr[alive], fin_pos)
+                        prev_rate = rate_arr[alive]
+                    else:
+                        rfin = rate_prev[fin_pos]
                     posmap[gfin] = -1
                     if keep is None:  # compacted in place (nothing else holds them)
                         act_idx = act_idx[:_kernels.drop_positions_kernel(act_idx, fin_pos)]
-                        rate_prev = rate_prev[:_kernels.drop_positions_kernel(rate_prev,
-                                                                               fin_pos)]
+                        if not sparse:
+                            rate_prev = rate_prev[:_kernels.drop_positions_kernel(rate_prev,
+                                                                                   fin_pos)]
                     else:
                         act_idx = act_idx[keep]
-                        rate_prev = rate_prev[keep]
+                        if not sparse:
+                            rate_prev = rate_prev[keep]
                     if fin_pos.shape[0] <= 32:
                         # a few finishes: deleting in place (a C memmove each) beats
                         # rebuilding the lists from a mask
                         for j in fin_pos[::-1].tolist():
                             del act_flows[j]
-                            del cur_paths[j]
+                            if not sticky:
+                                del cur_paths[j]
                     else:
                         kl = keep.tolist()
                         act_flows = list(compress(act_flows, kl))
-                        cur_paths = list(compress(cur_paths, kl))
+                        if not sticky:
+                            cur_paths = list(compress(cur_paths, kl))
                     # the finished flows' rates leave their links
                     load_inc -= _link_load(glob_P, glob_len, gfin, rfin, n_links)
                     act_dirty = True
