@@ -170,3 +170,63 @@ def test_a_sending_flow_without_a_path_waits(monkeypatch, sparse):
     assert fin["A/2"] == pytest.approx(0.080)
     assert fin["A/0"] == pytest.approx(0.096)
     assert res.max_link_utilisation == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("name", ["aalo", "philae", "optas", "sincronia", "fifo"])
+def test_schedules_hand_back_the_bound_active_list_with_the_same_results(
+        monkeypatch, name):
+    # the seed schedulers return the simulator's own active list (bind_active) as
+    # their flows, so the simulator skips its flow-by-flow check; the results are
+    # those of a run in which nothing is bound (the per-flow lists are built)
+    from rapier_app.scheduling.base import Scheduler as Base
+
+    topo = build_topology("fattree:4")
+    cfs = synthetic(topo, 20, 12, 0.05, "pareto:0.5,1.3", seed=4)
+    s = make_scheduler(name, topo)
+    handed = []
+    orig = s.schedule
+
+    def spy(now, coflows):
+        out = orig(now, coflows)
+        flows, paths, _ = out.vectors()
+        handed.append(flows is s._active_list)
+        # the lists a rebuild gives: every active flow in coflow order, its route
+        assert list(flows) == [f for c in coflows for f in c.active_flows()]
+        assert list(paths) == [s.route(f) for f in flows]
+        assert [paths[j] for j in range(len(paths))] == list(paths)
+        return out
+
+    s.schedule = spy
+    bound = simulate(topo, cfs, s, record_flows=True)
+    assert len(handed) == bound.events and all(handed)
+    assert s._active_list is None  # unbound after the run
+    monkeypatch.setattr(Base, "bind_active", lambda self, flows: None)
+    plain = simulate(topo, cfs, make_scheduler(name, topo), record_flows=True)
+    assert _key(bound) == _key(plain)
+
+
+def test_aligned_and_concat_paths():
+    from rapier_app.scheduling.seedbase import _aligned, _ConcatPaths
+
+    class G:  # the two fields of a _Group they read
+        def __init__(self, flows):
+            self.flows = flows
+            self.paths = [("p", f) for f in flows]
+            self.n = len(flows)
+
+    a, b, e, c = G(list("xyz")), G(["u"]), G([]), G(list("vw"))
+    act = list("xyzuvw")
+    assert _aligned([a, b, e, c], act)
+    assert not _aligned([b, a, e, c], act)  # coflows out of place
+    assert not _aligned([a, b, c], act[:-1])  # a flow missing
+    assert not _aligned([a, b], act)  # a coflow missing
+    act2 = list("xyzuvw")
+    act2[4] = "q"  # another flow at a boundary
+    assert not _aligned([a, b, e, c], act2)
+    cp = _ConcatPaths([a, b, e, c])
+    flat = a.paths + b.paths + c.paths
+    assert len(cp) == 6 and list(cp) == flat
+    assert [cp[j] for j in range(6)] == flat and cp[-1] == flat[-1] and cp[1:4] == flat[1:4]
+    with pytest.raises(IndexError):
+        cp[6]
+    assert len(_ConcatPaths([])) == 0 and list(_ConcatPaths([e])) == []

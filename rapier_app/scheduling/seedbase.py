@@ -25,7 +25,9 @@ ask for anything else.
 
 from __future__ import annotations
 
-from itertools import compress, repeat
+from bisect import bisect_right
+from collections.abc import Sequence as _Seq
+from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, is_
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -362,6 +364,52 @@ def _compact(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return a[:n - len(ps)] if ps else a
 
 
+def _aligned(gs: Sequence["_Group"], act: list) -> bool:
+    """True when the list ``act`` (the simulator's active flows,
+    :meth:`Scheduler.bind_active`) is the concatenation of the groups' flow lists:
+    the same length, and each group's first and last flow at its offset (O(groups):
+    the groups are each coflow's active flows in order, so a coflow missing, added
+    or out of place moves a boundary)."""
+    off = 0
+    for g in gs:
+        n = g.n
+        if n:
+            fl = g.flows
+            if off + n > len(act) or act[off] is not fl[0] or act[off + n - 1] is not fl[-1]:
+                return False
+            off += n
+    return off == len(act)
+
+
+class _ConcatPaths(_Seq):
+    """The groups' path lists read as one sequence (read only): ``len``, iteration
+    and integer indexing (a bisection over the group ends), for a schedule whose
+    flows are the simulator's active list (:func:`_aligned`)."""
+
+    __slots__ = ("_lists", "_ends")
+
+    def __init__(self, gs: Sequence["_Group"]):
+        self._lists = [g.paths for g in gs if g.n]
+        self._ends = list(accumulate(len(p) for p in self._lists))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return list(self)[j]
+        n = len(self)
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError("path index out of range")
+        k = bisect_right(self._ends, j)
+        return self._lists[k][j - (self._ends[k - 1] if k else 0)]
+
+    def __iter__(self):
+        return chain.from_iterable(self._lists)
+
+
 class _Group:
     """The active flows of one coflow (in flow order) with their sticky paths and
     padded link rows ``P`` (flows x path width, padded with the dummy link ``L``);
@@ -471,7 +519,6 @@ class _SeedScheduler(Scheduler):
         #: id(group) -> (the group it was filtered from, positions dropped), since the
         #: last emit(); and that emit's (groups, flows list, paths list)
         self._drops: Dict[int, Tuple[_Group, np.ndarray]] = {}
-        self._emitted: Optional[Tuple[List[_Group], list, list]] = None
         #: during :meth:`schedule`: (its groups, the vector their rates are slices of,
         #: the slices)
         self._rbuf: Optional[tuple] = None
@@ -1014,68 +1061,47 @@ class _SeedScheduler(Scheduler):
         Returned in vector form (:meth:`Schedule.from_vectors`), flows in coflow order
         then flow order, so the simulator applies it without per-flow lookups.  When
         the caller's schedules are volatile (``volatile_schedules``: the simulator)
-        and the coflows are those of the previous call, in the same order, with only
-        finished flows gone, the previous call's flow and path lists are reused with
-        those flows deleted (a C memmove each) instead of being rebuilt: rebuilding
-        touches every live flow object (its reference count), two cache misses per
-        flow per decision point on the Facebook hour's giants (issue 16)."""
-        last = {}
-        rs = []
+        and its bound active list (:meth:`Scheduler.bind_active`) is the groups'
+        flows in this order (:func:`_aligned`), that list itself is the schedule's
+        flows and the paths are read through the groups' lists
+        (:class:`_ConcatPaths`): no per-flow list is built or edited, and the
+        simulator skips its flow-by-flow check (600,000 live flows in the all-at-0
+        hour; issue 16).  Otherwise both lists are built."""
         gs = [self.group(c) for c in coflows]
-        for c, g in zip(coflows, gs):
-            r = rates.get(id(g))
-            if r is None:
-                r = np.zeros(g.n)
-            rs.append(r)
-            last[c.coflow_id] = float(r.sum())
-        self._last_rates = last
+        rs = [rates.get(id(g)) for g in gs]
         rb = self._rbuf
         if rb is not None and len(rb[0]) == len(gs) and all(map(is_, rb[0], gs)) and \
                 all(map(is_, rb[2], rs)):
             # the slices of :meth:`schedule`'s vector, in order (still its views): the
             # vector is their concatenation
             vec = rb[1]
+            # a coflow's total is its slice's sum; a slice without a nonzero entry
+            # sums to 0.0 (one C pass finds them instead of a sum per coflow: most
+            # coflows wait while hundreds are live, issue 16)
+            nz = (vec != 0.0).nonzero()[0]  # np.flatnonzero is 10x slower on floats
+            ends = np.cumsum([g.n for g in gs])
+            has = np.diff(np.searchsorted(nz, ends), prepend=0) > 0
+            last = {c.coflow_id: (float(r.sum()) if h else 0.0)
+                    for c, r, h in zip(coflows, rs, has.tolist())}
         else:
+            rs = [np.zeros(g.n) if r is None else r for g, r in zip(gs, rs)]
+            last = {c.coflow_id: float(r.sum()) for c, r in zip(coflows, rs)}
             vec = np.concatenate(rs) if rs else np.zeros(0)
-        lists = self._reuse_lists(gs) if self.volatile_schedules else None
-        if lists is None:
-            flows: list = []
-            paths: list = []
+        self._last_rates = last
+        act = self._active_list
+        if act is not None and self.volatile_schedules and _aligned(gs, act):
+            # the caller's own active list is this schedule's flow order: hand it
+            # back, with the groups' path lists read through (no per-flow lists)
+            flows, paths = act, _ConcatPaths(gs)
+        else:
+            flows = []
+            paths = []
             for g in gs:
                 flows.extend(g.flows)
                 paths.extend(g.paths)
-        else:
-            flows, paths = lists
         self._drops.clear()
-        self._emitted = (gs, flows, paths) if self.volatile_schedules else None
         return Schedule.from_vectors(flows, paths, vec, order=order, info=info or {},
                                      tuple_paths=True)
-
-    def _reuse_lists(self, gs: List[_Group]) -> Optional[Tuple[list, list]]:
-        """The previous :meth:`emit`'s flow and path lists with the flows that
-        finished since deleted in place, when ``gs`` are the previous groups or
-        their filtered successors (:meth:`group` records each filtering in
-        ``_drops``), in the same order; None when they are not (or too many flows
-        finished: then rebuilding is as cheap)."""
-        prev = self._emitted
-        if prev is None or len(prev[0]) != len(gs):
-            return None
-        dels: List[int] = []
-        off = 0
-        for old, g in zip(prev[0], gs):
-            if g is not old:
-                d = self._drops.get(id(g))
-                if d is None or d[0] is not old:
-                    return None
-                dels.extend((off + d[1]).tolist())
-            off += old.n
-        if len(dels) > 64:
-            return None
-        flows, paths = prev[1], prev[2]
-        for p in sorted(dels, reverse=True):
-            del flows[p]
-            del paths[p]
-        return flows, paths
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Paths (sticky ECMP) and rates (bit/s) for every active flow at ``now`` (s);

@@ -244,6 +244,9 @@ class Simulator:
         try:
             return self._run()
         finally:
+            unbind = getattr(sch, "bind_active", None)
+            if unbind is not None:
+                unbind(None)  # the run's list is not the scheduler's to keep
             if had is None:
                 del sch.volatile_schedules
             else:
@@ -282,6 +285,8 @@ class Simulator:
         # "vector": the scheduler reads this run's bytes-sent array directly
         reads_vector = rp == "vector"
         bound = None
+        bind_act = getattr(self.scheduler, "bind_active", None)
+        bound_act = None  # the list last given to bind_act
         # "coflow": only each coflow's total bytes sent (CoflowState.bytes_sent), kept
         # here per coflow serial instead of in every flow's counter
         reads_coflow = rp == "coflow"
@@ -382,6 +387,9 @@ class Simulator:
             if reads_vector and bound is not sent:
                 self.scheduler.bind_counters(sent)
                 bound = sent
+            if bind_act is not None and bound_act is not act_flows:
+                bind_act(act_flows)
+                bound_act = act_flows
             sched = self.scheduler.schedule(now, states)
             m = len(act_flows)
             # Per active position: path (None: no allocation) and rate in bit/s.
@@ -390,8 +398,11 @@ class Simulator:
                 vflows, vpaths, vrates = vec
                 # FlowState compares by identity, so list == is the identity check
                 # at C speed (a tuple never equals a list: the general branch)
-                if len(vflows) == m and (vflows == act_flows if type(vflows) is list
-                                         else all(map(operator.is_, vflows, act_flows))):
+                # (the scheduler may hand back the list of bind_active itself)
+                if vflows is act_flows or \
+                        (len(vflows) == m and (vflows == act_flows if type(vflows) is list
+                                               else all(map(operator.is_, vflows,
+                                                            act_flows)))):
                     path_pos = vpaths
                     rate_pos = vrates
                 else:
