@@ -520,8 +520,12 @@ class _SeedScheduler(Scheduler):
         #: last emit(); and that emit's (groups, flows list, paths list)
         self._drops: Dict[int, Tuple[_Group, np.ndarray]] = {}
         #: during :meth:`schedule`: (its groups, the vector their rates are slices of,
-        #: the slices)
+        #: the slices, the array the vector is the head of)
         self._rbuf: Optional[tuple] = None
+        #: between calls of a volatile caller: (the last rate vector's array, the
+        #: positions it holds a nonzero bit pattern at): zeroing those makes it all
+        #: zeros again, reused instead of a fresh O(flows) np.zeros
+        self._zb: Optional[tuple] = None
         #: per compiled pass ("weighted", "strict", "joint"), the stacked inputs of
         #: its last call (:meth:`_stacked`): [groups, P, gptr, lptrs, rows_all, memo
         #: arrays or None, links]
@@ -1078,7 +1082,11 @@ class _SeedScheduler(Scheduler):
             # a coflow's total is its slice's sum; a slice without a nonzero entry
             # sums to 0.0 (one C pass finds them instead of a sum per coflow: most
             # coflows wait while hundreds are live, issue 16)
-            nz = (vec != 0.0).nonzero()[0]  # np.flatnonzero is 10x slower on floats
+            # (entries with any bit set: -0.0 too, so that they are cleared before the
+            # array is reused; np.flatnonzero is 10x slower on floats)
+            nz = (vec.view(np.int64) != 0).nonzero()[0]
+            if self.volatile_schedules:
+                self._zb = (rb[3], nz)
             ends = np.cumsum([g.n for g in gs])
             has = np.diff(np.searchsorted(nz, ends), prepend=0) > 0
             last = {c.coflow_id: (float(r.sum()) if h else 0.0)
@@ -1111,7 +1119,14 @@ class _SeedScheduler(Scheduler):
         gs = [self.group(c) for c in live]
         # every group's rates are a slice of one zeroed vector, in emit's order, so
         # emit hands that vector out instead of concatenating the groups' arrays
-        buf = np.zeros(sum(g.n for g in gs))
+        m = sum(g.n for g in gs)
+        zb, self._zb = self._zb, None
+        if zb is not None and self.volatile_schedules and zb[0].shape[0] >= m:
+            full = zb[0]
+            full[zb[1]] = 0.0  # the caller is done with the last vector
+        else:
+            full = np.zeros(m)
+        buf = full[:m]
         rates = {}
         views = []
         o = 0
@@ -1119,7 +1134,7 @@ class _SeedScheduler(Scheduler):
             v = rates[id(g)] = buf[o:o + g.n]
             views.append(v)
             o += g.n
-        self._rbuf = (gs, buf, views)
+        self._rbuf = (gs, buf, views, full)
         try:
             order, info = self.plan(now, live, rates)
             return self.emit(live, rates, order, info)
