@@ -788,13 +788,57 @@ def test_greedy_group_by_group_with_skips_equals_the_stacked_greedy(seed, monkey
     want_res = res.copy()
     want = greedy_rates(np.concatenate([g.P for g in groups]), want_res, s._tol)
     calls = []
-    orig = kernels.greedy_kernel
-    monkeypatch.setattr(kernels, "greedy_kernel", lambda *a: calls.append(1) or orig(*a))
+    visited = []
+    orig = kernels.greedy_group_kernel
+
+    def counted(P, *a):
+        calls.append(1)
+        visited.append((orig(P, *a), P.shape[0]))
+        return visited[-1][0]
+
+    monkeypatch.setattr(kernels, "greedy_group_kernel", counted)
     rates = {id(g): np.zeros(g.n) for g in groups}
     s.joint_pass(groups, res, rates, greedy_rates)
     got = np.concatenate([rates[id(g)] for g in groups])
     assert got.tobytes() == want.tobytes() and res.tobytes() == want_res.tobytes()
     assert 0 < len(calls) < len(groups)  # some groups were skipped, not all
+
+
+def test_greedy_group_kernel_stops_exactly_when_the_ends_are_blocked():
+    # one group's greedy rows, stopping once all its first (or last) links are
+    # saturated: bit for bit greedy_kernel (rates added to a zeroed slice, the same
+    # residuals), the scratch marks left at 0, and the stop does happen
+    rng = np.random.default_rng(42)
+    stopped = 0
+    for _ in range(300):
+        nl = int(rng.integers(4, 30))
+        L = nl
+        n = int(rng.integers(1, 80))
+        W = int(rng.integers(2, 4))
+        P = np.full((n, W), L, dtype=np.int64)
+        half = max(1, nl // 2)
+        P[:, 0] = rng.integers(0, half, n)
+        P[:, W - 1] = rng.integers(half - 1 if half > 1 else 0, nl, n)
+        if W == 3:  # some rows with a middle link, some with a repeated one
+            mid = rng.integers(0, nl, n)
+            P[:, 1] = np.where(rng.random(n) < .5, mid, L)
+        P[rng.random(n) < .05, W - 1] = L  # a few one-link rows
+        residual = np.append(rng.choice([1e9, 4e8, 1e3, 0.0], size=nl), np.inf)
+        tol = np.append(np.full(nl, 10.0), 0.0)
+        want_res = residual.copy()
+        want = np.zeros(n)
+        kernels.greedy_kernel(P, want_res, tol, want)
+        last = np.array([row[row < L][-1] for row in P], dtype=np.int64)
+        first = np.unique(P[:, 0])
+        lastu = np.unique(last)
+        got = np.zeros(n)
+        mark = np.zeros(nl + 1, dtype=np.int8)
+        res = residual.copy()
+        seen = kernels.greedy_group_kernel(P, res, tol, got, first, lastu, mark)
+        assert got.tobytes() == want.tobytes() and res.tobytes() == want_res.tobytes()
+        assert not mark.any() and 0 <= seen <= n
+        stopped += seen < n
+    assert stopped > 30
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -896,6 +896,83 @@ def greedy_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
 
 
 @_jit
+def greedy_group_kernel(P, residual, tol, rate, first, last, mark):  # pragma: no cover
+    """:func:`greedy_kernel` on one group's rows, adding each row's rate to ``rate``
+    (so a zeroed slice ends as :func:`greedy_kernel`'s output), and stopping once
+    every one of the group's first links, or every one of its last links, is
+    saturated (``residual <= tol``): then each remaining row's smallest residual is
+    at most that link's residual, at most its tolerance, at most the row's largest
+    tolerance, so :func:`greedy_kernel` would give it nothing and change nothing
+    (:func:`next_open_group`'s argument, inside the group).  Residuals only fall,
+    so open end links are counted once and then only on the links a row was
+    charged on.
+
+    Args:
+        P, residual, tol: as :func:`greedy_kernel`; rate: float64 per row (bit/s),
+            added to in place.
+        first, last: int64 distinct first links and distinct last links of the
+            group's rows (supersets are fine: :meth:`.seedbase._Group.end_links`).
+        mark: int8 scratch per entry of ``residual``, all 0; left all 0.
+
+    Returns:
+        The number of rows visited (the rest were skipped exactly).
+    """
+    n, W = P.shape
+    nl = residual.shape[0]
+    dummy = nl - 1
+    open_f = 0
+    open_l = 0
+    for e in range(first.shape[0]):
+        lk = first[e]
+        mark[lk] |= 1
+        if residual[lk] > tol[lk]:
+            open_f += 1
+    for e in range(last.shape[0]):
+        lk = last[e]
+        mark[lk] |= 2
+        if residual[lk] > tol[lk]:
+            open_l += 1
+    i = 0
+    while i < n and open_f > 0 and open_l > 0:
+        m = residual[P[i, 0]]
+        t = tol[P[i, 0]]
+        for k in range(1, W):
+            lk = P[i, k]
+            if residual[lk] < m:
+                m = residual[lk]
+            if tol[lk] > t:
+                t = tol[lk]
+        if m > t:
+            rate[i] += m
+            for k in range(W):
+                lk = P[i, k]
+                if lk < dummy:
+                    # a link listed twice is charged once, as numpy's fancy-index update
+                    seen = False
+                    for k2 in range(k):
+                        if P[i, k2] == lk:
+                            seen = True
+                    if not seen:
+                        # open before (m > t: every link of the row was), so a
+                        # marked link saturated now closes one end
+                        residual[lk] -= m
+                        if mark[lk] != 0 and not residual[lk] > tol[lk]:
+                            if mark[lk] & 1:
+                                open_f -= 1
+                            if mark[lk] & 2:
+                                open_l -= 1
+            for lk in range(nl):
+                if residual[lk] < 0.0:
+                    residual[lk] = 0.0
+        i += 1
+    for e in range(first.shape[0]):
+        mark[first[e]] = 0
+    for e in range(last.shape[0]):
+        mark[last[e]] = 0
+    return i
+
+
+@_jit
 def next_open_group(fflat, fptr, lflat, lptr, s, residual, tol):  # pragma: no cover - compiled
     """The first group g >= ``s`` that may still get bandwidth in
     :func:`greedy_kernel`'s row order: one of its flows' first links (group g's are

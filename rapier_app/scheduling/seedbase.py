@@ -766,13 +766,20 @@ class _SeedScheduler(Scheduler):
         fflat = np.concatenate([e[0] for e in ends])
         lflat = np.concatenate([e[1] for e in ends])
         tol = self._tol
+        mark = np.zeros(residual.shape[0], dtype=np.int8)
         k = kernels.next_open_group(fflat, fptr, lflat, lptr, 0, residual, tol)
         while k < G:
             g = groups[k]
             if g.n:
-                r = np.zeros(g.n)
-                kernels.greedy_kernel(_i64(g.P), residual, tol, r)
-                rates[id(g)] += r
+                r = rates[id(g)]
+                if not (r.flags.c_contiguous and r.dtype == np.float64):
+                    r = np.zeros(g.n)
+                    kernels.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                                                ends[k][1], mark)
+                    rates[id(g)] += r
+                else:  # added in place (the rows it gives nothing keep their entry)
+                    kernels.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                                                ends[k][1], mark)
             k = kernels.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
 
     def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
