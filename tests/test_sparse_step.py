@@ -176,8 +176,10 @@ def test_a_sending_flow_without_a_path_waits(monkeypatch, sparse):
 def test_schedules_hand_back_the_bound_active_list_with_the_same_results(
         monkeypatch, name):
     # the seed schedulers return the simulator's own active list (bind_active) as
-    # their flows, so the simulator skips its flow-by-flow check; the results are
-    # those of a run in which nothing is bound (the per-flow lists are built)
+    # their flows, so the simulator skips its flow-by-flow check, and give their
+    # nonzero positions, so it scans no rate vector; the results are those of a run
+    # in which nothing is bound and no position given (the per-flow lists are built,
+    # the rates scanned)
     from rapier_app.scheduling.base import Scheduler as Base
 
     topo = build_topology("fattree:4")
@@ -188,8 +190,10 @@ def test_schedules_hand_back_the_bound_active_list_with_the_same_results(
 
     def spy(now, coflows):
         out = orig(now, coflows)
-        flows, paths, _ = out.vectors()
+        flows, paths, rates = out.vectors()
         handed.append(flows is s._active_list)
+        # the nonzero positions it promises: every entry that is not +0.0
+        assert np.array_equal(out.nonzero_hint(), np.flatnonzero(rates.view(np.int64)))
         # the lists a rebuild gives: every active flow in coflow order, its route
         assert list(flows) == [f for c in coflows for f in c.active_flows()]
         assert list(paths) == [s.route(f) for f in flows]
@@ -201,6 +205,7 @@ def test_schedules_hand_back_the_bound_active_list_with_the_same_results(
     assert len(handed) == bound.events and all(handed)
     assert s._active_list is None  # unbound after the run
     monkeypatch.setattr(Base, "bind_active", lambda self, flows: None)
+    monkeypatch.setattr(Schedule, "nonzero_hint", lambda self: None)
     plain = simulate(topo, cfs, make_scheduler(name, topo), record_flows=True)
     assert _key(bound) == _key(plain)
 
@@ -259,3 +264,28 @@ def test_the_reused_rate_array_is_all_zeros_at_every_plan(name):
     res = simulate(topo, cfs, s)
     assert len(res.coflows) == 16
     assert len(set(bases)) < len(bases) / 4  # mostly the same array
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_simulator_takes_the_senders_from_the_nonzero_hint(monkeypatch, sparse):
+    # a hint that leaves out a sending position makes that flow wait in the sparse
+    # step: the hint is what it reads (the schedulers' hints are checked above);
+    # the dense step scans the rates
+    monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
+    topo = build_topology("bigswitch:5")
+    s = _Sticky(topo, lambda i, f, k: G / 4 if i < 2 else 0.0)
+    orig = s.schedule
+
+    def hinted(now, coflows):
+        out = orig(now, coflows)
+        r = out.vectors()[2]
+        out._nz = np.flatnonzero(r)[1:] if r.shape[0] > 1 else np.flatnonzero(r)
+        return out
+
+    s.schedule = hinted
+    res = simulate(topo, _one_port_coflow(2), s, record_flows=True)
+    fin = {f.flow_id: f.finish_s for f in res.flows}
+    # hinted: A/1 (2 MB) alone at 0.25 G until 0.064 s, then A/0 (1 MB) alone:
+    # 0.096 s; scanned: both at once, A/0 at 0.032 s
+    assert fin["A/1"] == pytest.approx(0.064)
+    assert fin["A/0"] == pytest.approx(0.096 if sparse else 0.032)

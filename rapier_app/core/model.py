@@ -310,11 +310,13 @@ class Schedule:
         self.fallback = {} if fallback is None else fallback
         self.info = {} if info is None else info
         self._vec = None
+        self._nz = None
 
     @classmethod
     def from_vectors(cls, flows: Sequence["FlowState"], paths: Sequence[Sequence[str]],
                      rates, order: Optional[List[str]] = None, fallback: Optional[dict] = None,
-                     info: Optional[dict] = None, tuple_paths: bool = False) -> "Schedule":
+                     info: Optional[dict] = None, tuple_paths: bool = False,
+                     nonzero=None) -> "Schedule":
         """A schedule given as parallel vectors: ``flows[i]`` gets ``paths[i]`` (node
         names; ``None``: no allocation, the flow waits with no path) at ``rates[i]``
         bit/s.  Equivalent to ``Schedule({f.flow_id: Allocation(p, float(r))})``
@@ -324,7 +326,10 @@ class Schedule:
         re-validating a flow whose path is the same tuple object as at the previous
         event, so reuse path tuples across calls.  ``tuple_paths=True`` promises that
         every path already is a tuple or ``None`` and skips the O(flows) check (the
-        schedulers' route caches hold tuples).
+        schedulers' route caches hold tuples).  ``nonzero`` (optional, int64,
+        increasing) promises that every rate outside those positions is +0.0: the
+        simulator then finds the sending flows among them instead of scanning every
+        rate (:meth:`nonzero_hint`).
 
         Raises:
             ValueError: the three vectors differ in length.
@@ -340,7 +345,13 @@ class Schedule:
         s = cls(None, order, fallback, info)
         s._allocations = None
         s._vec = (flows, paths, r)
+        s._nz = nonzero
         return s
+
+    def nonzero_hint(self):
+        """The ``nonzero`` positions given to :meth:`from_vectors` (every other rate
+        is +0.0), or None: none given, or the schedule is no longer in vector form."""
+        return self._nz if self._allocations is None else None
 
     def vectors(self):
         """``(flows, paths, rates)`` when the schedule is still in vector form (built by

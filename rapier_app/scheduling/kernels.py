@@ -1331,23 +1331,11 @@ def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
 
 
 @_jit
-def sim_scan_kernel(rate_pos, act_idx, glob_len):  # pragma: no cover - compiled
-    """The sparse form of :func:`sim_look_kernel`: the sending positions themselves
-    instead of a mask, for the simulator's sparse step (sticky-path schedulers,
-    whose flows mostly wait: one port's flow sends under Sincronia's greedy rates
-    while hundreds of thousands are live; issue 16).
-
-    Args:
-        rate_pos: float64[m] rate per active position (bit/s).
-        act_idx: int64[m] global flow index per position.
-        glob_len: int64 validated path length per global flow index.
-
-    Returns:
-        (sel int64[n]: the positions j with ``not rate_pos[j] <= 0`` (a NaN rate
-        counts as sending, so the rate check catches it), increasing;
-        look int64[k]: those of them whose flow has no validated path yet,
-        increasing).
-    """
+def sim_scan_kernel(rate_pos):  # pragma: no cover - compiled
+    """The sending positions of the simulator's sparse step: the j with ``not
+    rate_pos[j] <= 0`` (a NaN rate counts as sending, so the rate check catches
+    it), increasing; one pass over the m active positions.  Used when the schedule
+    does not give its nonzero positions (``Schedule.from_vectors(nonzero=...)``)."""
     m = rate_pos.shape[0]
     buf = np.empty(m, np.int64)  # uninitialised: only the first n entries are written
     n = 0
@@ -1355,51 +1343,58 @@ def sim_scan_kernel(rate_pos, act_idx, glob_len):  # pragma: no cover - compiled
         if not (rate_pos[j] <= 0.0):
             buf[n] = j
             n += 1
-    sel = buf[:n].copy()
-    nl = 0
-    for i in range(n):
-        if glob_len[act_idx[sel[i]]] <= 0:
-            buf[nl] = sel[i]
-            nl += 1
-    return sel, buf[:nl].copy()
+    return buf[:n].copy()
 
 
 @_jit
-def sim_sparse_kernel(sel, rate_pos, act_idx, size, sent, glob_P, glob_len, prev_pos,
-                      prev_rate, load):  # pragma: no cover - compiled
-    """:func:`sim_select_kernel` on the sending positions ``sel`` only, with the
-    previous rates kept sparse: ``prev_pos`` (increasing) are the positions that
-    sent at the previous event, at ``prev_rate`` (bit/s); every other position was
-    counted at 0 in ``load``.  The load change walks the union of ``prev_pos`` and
-    ``sel`` in position order, so its sums are :func:`load_change_kernel`'s bit for
-    bit (a position in neither changes nothing there either).
+def nonzero_bits_kernel(bits):  # pragma: no cover - compiled
+    """Positions (int64, increasing) of the nonzero entries of ``bits``, an int64
+    view of a float64 vector: every entry that is not +0.0 (-0.0 and NaN too).
+    One pass; ``(bits != 0).nonzero()[0]`` without its temporary mask."""
+    m = bits.shape[0]
+    buf = np.empty(m, np.int64)
+    n = 0
+    for j in range(m):
+        if bits[j] != 0:
+            buf[n] = j
+            n += 1
+    return buf[:n].copy()
+
+
+@_jit
+def sim_sparse_kernel(gsel, rate, size, sent, glob_P, glob_len, prev_g, prev_rate,
+                      load):  # pragma: no cover - compiled
+    """:func:`sim_select_kernel` on the sending flows only, with the previous rates
+    kept sparse: ``prev_g`` (increasing global indices) are the flows that sent at
+    the previous event, at ``prev_rate`` (bit/s); every other flow was counted at 0
+    in ``load``.  Global indices increase with the simulator's positions (flows are
+    numbered in arrival order, then flow order, and never reordered), so walking
+    the union of ``prev_g`` and ``gsel`` in index order adds the rate changes in
+    :func:`load_change_kernel`'s position order: the same sums bit for bit (a flow
+    in neither changes nothing there either).
 
     Args:
-        sel: int64[n] sending positions, increasing (paths validated).
-        rate_pos: float64[m]; act_idx: int64[m]; size, sent: float64 per global
-            flow index (bytes); glob_P, glob_len: validated link rows;
-        prev_pos: int64[p]; prev_rate: float64[p]; load: float64 per link (bit/s),
-            updated in place.
+        gsel: int64[n] the sending flows' global indices, increasing (paths
+            validated); rate: float64[n] their rates (bit/s);
+        size, sent: float64 per global flow index (bytes); glob_P, glob_len:
+            validated link rows; prev_g: int64[p]; prev_rate: float64[p];
+        load: float64 per link (bit/s), updated in place.
 
     Returns:
-        (rate float64[n], gsel int64[n], sent_g float64[n], ttf float64[n] (s),
-        bad, ttf_min): as :func:`sim_select_kernel` (``bad`` a position, -1: none).
+        (sent_g float64[n] bytes sent so far, ttf float64[n] seconds to finish,
+        bad: the first k whose rate is not finite (-1: none; the caller raises),
+        ttf_min: the smallest ttf, inf when n = 0).
     """
-    n = sel.shape[0]
-    rate = np.empty(n)
-    gsel = np.empty(n, np.int64)
+    n = gsel.shape[0]
     sent_g = np.empty(n)
     ttf = np.empty(n)
     bad = -1
     tmin = np.inf
     for k in range(n):
-        j = sel[k]
-        r = rate_pos[j]
+        r = rate[k]
         if bad < 0 and not r < np.inf:
-            bad = j
-        g = act_idx[j]
-        rate[k] = r
-        gsel[k] = g
+            bad = k
+        g = gsel[k]
         s = sent[g]
         sent_g[k] = s
         rem = size[g] - s
@@ -1414,20 +1409,20 @@ def sim_sparse_kernel(sel, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
     nch = 0
     a = 0
     b = 0
-    na = prev_pos.shape[0]
+    na = prev_g.shape[0]
     while a < na or b < n:
-        if b >= n or (a < na and prev_pos[a] < sel[b]):
-            j = prev_pos[a]
+        if b >= n or (a < na and prev_g[a] < gsel[b]):
+            g = prev_g[a]
             old = prev_rate[a]
             new = 0.0
             a += 1
-        elif a >= na or sel[b] < prev_pos[a]:
-            j = sel[b]
+        elif a >= na or gsel[b] < prev_g[a]:
+            g = gsel[b]
             old = 0.0
             new = rate[b]
             b += 1
         else:
-            j = sel[b]
+            g = gsel[b]
             old = prev_rate[a]
             new = rate[b]
             a += 1
@@ -1435,29 +1430,12 @@ def sim_sparse_kernel(sel, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
         if new != old:
             nch += 1
             d = new - old
-            g = act_idx[j]
             for h in range(glob_len[g]):
                 tmp[glob_P[g, h]] += d
     if nch:
         for lk in range(n_links):
             load[lk] += tmp[lk]
-    return rate, gsel, sent_g, ttf, bad, tmin
-
-
-@_jit
-def sim_shift_kernel(pos, fin_pos):  # pragma: no cover - compiled
-    """Positions ``pos`` (increasing, none of them in ``fin_pos``) renumbered after
-    the positions ``fin_pos`` (increasing) are removed: each loses the count of
-    ``fin_pos`` below it.  Returns a new int64 array."""
-    out = np.empty(pos.shape[0], np.int64)
-    t = 0
-    nf = fin_pos.shape[0]
-    for i in range(pos.shape[0]):
-        p = pos[i]
-        while t < nf and fin_pos[t] < p:
-            t += 1
-        out[i] = p - t
-    return out
+    return sent_g, ttf, bad, tmin
 
 
 @_jit

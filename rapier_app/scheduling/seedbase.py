@@ -1091,7 +1091,9 @@ class _SeedScheduler(Scheduler):
             # coflows wait while hundreds are live, issue 16)
             # (entries with any bit set: -0.0 too, so that they are cleared before the
             # array is reused; np.flatnonzero is 10x slower on floats)
-            nz = (vec.view(np.int64) != 0).nonzero()[0]
+            bits = vec.view(np.int64)
+            nz = (kernels.nonzero_bits_kernel(bits) if kernels.ENABLED
+                  else (bits != 0).nonzero()[0])
             if self.volatile_schedules:
                 self._zb = (rb[3], nz)
             ends = np.cumsum([g.n for g in gs])
@@ -1099,6 +1101,7 @@ class _SeedScheduler(Scheduler):
             last = {c.coflow_id: (float(r.sum()) if h else 0.0)
                     for c, r, h in zip(coflows, rs, has.tolist())}
         else:
+            nz = None
             rs = [np.zeros(g.n) if r is None else r for g, r in zip(gs, rs)]
             last = {c.coflow_id: float(r.sum()) for c, r in zip(coflows, rs)}
             vec = np.concatenate(rs) if rs else np.zeros(0)
@@ -1116,7 +1119,7 @@ class _SeedScheduler(Scheduler):
                 paths.extend(g.paths)
         self._drops.clear()
         return Schedule.from_vectors(flows, paths, vec, order=order, info=info or {},
-                                     tuple_paths=True)
+                                     tuple_paths=True, nonzero=nz)
 
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Paths (sticky ECMP) and rates (bit/s) for every active flow at ``now`` (s);

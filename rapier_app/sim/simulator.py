@@ -300,7 +300,7 @@ class Simulator:
         # same order as the dense step, so the same results bit for bit.
         sparse = (SPARSE_STEP and sticky and _kernels.ENABLED and not by_coflow
                   and self.event_log is None)
-        prev_pos = np.zeros(0, dtype=np.int64)
+        prev_g = np.zeros(0, dtype=np.int64)  # global indices, increasing
         prev_rate = np.zeros(0)
         # the scheduler's flows_finished hook, when it has one of its own
         fin_hook = (self.scheduler.flows_finished
@@ -369,8 +369,8 @@ class Simulator:
                 continue
             if act_dirty:
                 if new_idx:
-                    act_idx = np.concatenate([act_idx, np.array(new_idx, dtype=np.int64)])
-                    if not sparse:
+                    if not sparse:  # (the sparse step reads flows' _sim_idx instead)
+                        act_idx = np.concatenate([act_idx, np.array(new_idx, dtype=np.int64)])
                         rate_prev = np.concatenate([rate_prev, np.zeros(len(new_idx))])
                     new_idx = []
                 posmap_ok = False  # refreshed on first use (schedules not in our order)
@@ -381,7 +381,9 @@ class Simulator:
             states = list(active.values())
             if (reads_on_arrival and arrived) or (reads_on_cevent and (arrived or cevent)):
                 # the scheme reads byte counters only when coflows arrive (or complete)
-                deque(map(setattr, act_flows, repeat("bytes_sent"), sent[act_idx].tolist()), 0)
+                ai_ = act_idx if not sparse else np.fromiter(
+                    map(get_idx, act_flows), dtype=np.int64, count=len(act_flows))
+                deque(map(setattr, act_flows, repeat("bytes_sent"), sent[ai_].tolist()), 0)
             arrived = False
             cevent = False
             if reads_vector and bound is not sent:
@@ -394,6 +396,7 @@ class Simulator:
             m = len(act_flows)
             # Per active position: path (None: no allocation) and rate in bit/s.
             vec = sched.vectors() if hasattr(sched, "vectors") else None
+            nz_hint = sched.nonzero_hint() if sparse and vec is not None else None
             if vec is not None:
                 vflows, vpaths, vrates = vec
                 # FlowState compares by identity, so list == is the identity check
@@ -410,7 +413,9 @@ class Simulator:
                     pos = np.full(len(vflows), -1, dtype=np.int64)
                     ok = (g >= 0) & (g < n_glob)
                     if not posmap_ok:
-                        posmap[act_idx] = np.arange(act_idx.shape[0])
+                        ai_ = act_idx if not sparse else np.fromiter(
+                            map(get_idx, act_flows), dtype=np.int64, count=m)
+                        posmap[ai_] = np.arange(m)
                         posmap_ok = True
                     pos[ok] = posmap[g[ok]]
                     path_pos = [None] * m
@@ -433,9 +438,17 @@ class Simulator:
                 rate_pos = np.array(rate_list, dtype=float)
             # flows that send: an allocation with a positive (or NaN: caught below) rate
             if sparse:
-                sel_arr, look_pos = _kernels.sim_scan_kernel(rate_pos, act_idx, glob_len)
+                # the sending positions: from the schedule's nonzero positions when it
+                # gives them (Schedule.from_vectors(nonzero=...)), else one scan
+                if nz_hint is not None:
+                    sel_arr = nz_hint[~(rate_pos[nz_hint] <= 0)]
+                else:
+                    sel_arr = _kernels.sim_scan_kernel(rate_pos)
+                # their flows' global indices (increasing, as positions are)
+                gsel = np.fromiter(map(get_idx, map(act_flows.__getitem__, sel_arr.tolist())),
+                                   dtype=np.int64, count=sel_arr.shape[0])
                 none = []
-                for j in look_pos.tolist():
+                for j in sel_arr[glob_len[gsel] <= 0].tolist():
                     # a sending flow without a validated path (never counted in the
                     # loads: it never sent)
                     p = path_pos[j]
@@ -450,7 +463,7 @@ class Simulator:
                         ls = path_links(p)
                     except TopologyError as exc:
                         raise SimulationError(f"flow {f.flow_id}: {exc}") from None
-                    g = int(act_idx[j])
+                    g = f._sim_idx
                     nl = len(ls)
                     if nl > glob_P.shape[1]:
                         glob_P = np.concatenate([glob_P, np.zeros(
@@ -458,11 +471,14 @@ class Simulator:
                     glob_P[g, :nl] = ls
                     glob_len[g] = nl
                 if none:
-                    sel_arr = sel_arr[~np.isin(sel_arr, none)]
-                (rate_arr, gsel, sent_g, ttf, bad,
-                 ttf_min) = _kernels.sim_sparse_kernel(sel_arr, rate_pos, act_idx, size, sent,
-                                                       glob_P, glob_len, prev_pos, prev_rate,
-                                                       load_inc)
+                    keep_s = ~np.isin(sel_arr, none)
+                    sel_arr = sel_arr[keep_s]
+                    gsel = gsel[keep_s]
+                rate_arr = rate_pos[sel_arr]
+                (sent_g, ttf, bad_k,
+                 ttf_min) = _kernels.sim_sparse_kernel(gsel, rate_arr, size, sent, glob_P,
+                                                       glob_len, prev_g, prev_rate, load_inc)
+                bad = int(sel_arr[bad_k]) if bad_k >= 0 else -1
                 if bad >= 0:
                     raise SimulationError(f"rate_bps: flow {act_flows[bad].flow_id} got "
                                           f"rate {rate_pos[bad]}")
@@ -567,7 +583,7 @@ class Simulator:
                 deque(map(setattr, act_flows, repeat("rate_bps"), rate_clean.tolist()), 0)
                 deque(map(setattr, act_flows, repeat("path"), path_pos), 0)
             if sparse:
-                prev_pos, prev_rate = sel_arr, rate_arr
+                prev_g, prev_rate = gsel, rate_arr
             else:
                 rate_prev = w
             if n_sel:
@@ -673,26 +689,27 @@ class Simulator:
                     touched = fin_by
                     if fin_hook is not None:
                         fin_hook([act_flows[j] for j in fin_pos.tolist()])
-                    gfin = act_idx[fin_pos]
                     if sparse:
+                        gfin = gsel[fin]
                         rfin = rate_arr[fin]
-                        # the senders that go on, at their positions after the drops
+                        # the senders that go on (global indices do not move)
                         alive = np.ones(n_sel, dtype=bool)
                         alive[fin] = False
-                        prev_pos = _kernels.sim_shift_kernel(sel_arr[alive], fin_pos)
+                        prev_g = gsel[alive]
                         prev_rate = rate_arr[alive]
                     else:
+                        gfin = act_idx[fin_pos]
                         rfin = rate_prev[fin_pos]
                     posmap[gfin] = -1
-                    if keep is None:  # compacted in place (nothing else holds them)
+                    if sparse:
+                        pass  # no per-position arrays
+                    elif keep is None:  # compacted in place (nothing else holds them)
                         act_idx = act_idx[:_kernels.drop_positions_kernel(act_idx, fin_pos)]
-                        if not sparse:
-                            rate_prev = rate_prev[:_kernels.drop_positions_kernel(rate_prev,
-                                                                                   fin_pos)]
+                        rate_prev = rate_prev[:_kernels.drop_positions_kernel(rate_prev,
+                                                                               fin_pos)]
                     else:
                         act_idx = act_idx[keep]
-                        if not sparse:
-                            rate_prev = rate_prev[keep]
+                        rate_prev = rate_prev[keep]
                     if fin_pos.shape[0] <= 32:
                         # a few finishes: deleting in place (a C memmove each) beats
                         # rebuilding the lists from a mask
