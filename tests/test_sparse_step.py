@@ -25,11 +25,16 @@ from topologies import build_topology
 MB = 1e6
 G = 1e9
 
-pytestmark = pytest.mark.skipif(not kernels.ENABLED, reason="the sparse step needs the "
-                                "compiled kernels (RAPIER_KERNELS=numpy turns them off)")
+
+
+def _needs_kernels(sparse=True):
+    if sparse and not kernels.ENABLED:
+        pytest.skip("the sparse step needs the compiled kernels (RAPIER_KERNELS=numpy "
+                    "turns them off)")
 
 
 def _run(monkeypatch, sparse, topo, cfs, sched, every=1000):
+    _needs_kernels(sparse)
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     monkeypatch.setattr(simmod, "EXACT_CHECK_EVERY", every)
     calls = []
@@ -110,6 +115,7 @@ def _one_port_coflow(n=6):
 def test_a_late_violation_is_refused_at_its_event(monkeypatch, sparse):
     # one flow at a time from h1 at the full link, then at call 4 a second flow
     # also sends: h1's uplink at 2 Gbit/s, refused at that event
+    _needs_kernels(sparse)
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     topo = build_topology("bigswitch:5")
     s = _Sticky(topo, lambda i, f, k: G if i == 0 or (k >= 4 and i == 1) else 0.0)
@@ -121,6 +127,7 @@ def test_a_late_violation_is_refused_at_its_event(monkeypatch, sparse):
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("value", [math.nan, math.inf])
 def test_a_bad_rate_names_the_flow(monkeypatch, sparse, value):
+    _needs_kernels(sparse)
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     topo = build_topology("bigswitch:5")
     s = _Sticky(topo, lambda i, f, k: value if (k == 3 and i == 2) else (G / 8 if i < 3 else 0))
@@ -131,6 +138,7 @@ def test_a_bad_rate_names_the_flow(monkeypatch, sparse, value):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_a_sending_flow_with_a_wrong_path_is_refused_a_waiting_one_is_not(
         monkeypatch, sparse):
+    _needs_kernels(sparse)
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     topo = build_topology("bigswitch:5")
 
@@ -149,6 +157,7 @@ def test_a_sending_flow_with_a_wrong_path_is_refused_a_waiting_one_is_not(
 def test_a_sending_flow_without_a_path_waits(monkeypatch, sparse):
     # a positive rate with no path (None) is no allocation: the flow waits, and the
     # others' loads and finish times are as if it had rate 0
+    _needs_kernels(sparse)
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     topo = build_topology("bigswitch:5")
 
@@ -271,6 +280,7 @@ def test_the_simulator_takes_the_senders_from_the_nonzero_hint(monkeypatch, spar
     # a hint that leaves out a sending position makes that flow wait in the sparse
     # step: the hint is what it reads (the schedulers' hints are checked above);
     # the dense step scans the rates
+    _needs_kernels(sparse)
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     topo = build_topology("bigswitch:5")
     s = _Sticky(topo, lambda i, f, k: G / 4 if i < 2 else 0.0)
