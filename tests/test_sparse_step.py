@@ -299,3 +299,24 @@ def test_the_simulator_takes_the_senders_from_the_nonzero_hint(monkeypatch, spar
     # 0.096 s; scanned: both at once, A/0 at 0.032 s
     assert fin["A/1"] == pytest.approx(0.064)
     assert fin["A/0"] == pytest.approx(0.096 if sparse else 0.032)
+
+
+def test_a_hint_in_the_schedule_s_own_order_is_not_read_as_the_simulator_s():
+    # a schedule whose flows are not in the simulator's order is mapped flow by flow;
+    # its nonzero positions are in its own order, so they must not pick the senders
+    _needs_kernels()
+    topo = build_topology("bigswitch:5")
+    s = _Sticky(topo, None)
+
+    def reversed_with_hint(now, coflows):
+        fl = [f for c in coflows for f in c.active_flows()][::-1]
+        first = fl[-1]  # A/0 while it is live, then A/1
+        rates = np.array([G / 4 if f is first else 0.0 for f in fl])
+        return Schedule.from_vectors(fl, [s.candidates(f)[0] for f in fl], rates,
+                                     nonzero=np.flatnonzero(rates))
+
+    s.schedule = reversed_with_hint
+    res = simulate(topo, _one_port_coflow(2), s, record_flows=True)
+    fin = {f.flow_id: f.finish_s for f in res.flows}
+    # A/0 (1 MB) alone at 0.25 G: 0.032 s; then A/1 (2 MB): 0.064 s more
+    assert fin == pytest.approx({"A/0": 0.032, "A/1": 0.096})

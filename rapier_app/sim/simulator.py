@@ -293,8 +293,8 @@ class Simulator:
         sticky = bool(getattr(self.scheduler, "sticky_paths", False))
         # The sparse step: with sticky paths (a flow's links never change once
         # validated) the per-event work runs over the sending positions only, and
-        # the rates the link loads were counted at are kept for those positions
-        # (prev_pos, prev_rate) instead of for every live flow: most live flows
+        # the rates the link loads were counted at are kept for those flows
+        # (prev_g, prev_rate) instead of for every live flow: most live flows
         # wait (one flow per port sends under Sincronia's greedy rates while
         # 600,000 are live in the all-at-0 hour; issue 16).  The same sums in the
         # same order as the dense step, so the same results bit for bit.
@@ -418,6 +418,7 @@ class Simulator:
                         posmap[ai_] = np.arange(m)
                         posmap_ok = True
                     pos[ok] = posmap[g[ok]]
+                    nz_hint = None  # its positions are the schedule's, not ours
                     path_pos = [None] * m
                     rate_pos = np.zeros(m)
                     for k in np.flatnonzero(pos >= 0).tolist():
