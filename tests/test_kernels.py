@@ -277,7 +277,21 @@ def test_sincronia_kept_demand_rows_are_the_recomputed_ones(topology, monkeypatc
         stats["kept"] += kept
         return D
 
+    orig_octs = Sincronia.octs
+
+    def checked_octs(self, coflows):
+        # the orphans' OCTs, kept with the rows: the fresh rows' maxima
+        kept = sum(1 for c in coflows if (e := self._dcache.get(c.coflow_id)) is not None
+                   and e[0] is self.group(c))
+        o = orig_octs(self, coflows)
+        fresh = self._demand_rows([self.group(c) for c in coflows])
+        assert o == fresh.max(axis=1).tolist()
+        stats["calls"] += 1
+        stats["kept"] += kept
+        return o
+
     monkeypatch.setattr(Sincronia, "demand_matrix", checked)
+    monkeypatch.setattr(Sincronia, "octs", checked_octs)
     cfs = synthetic(topo, 30, 10, 0.01, "pareto:0.5,1.3", seed=6)
     res = simulate(topo, cfs, make_scheduler("sincronia", topo))
     assert len(res.coflows) == 30

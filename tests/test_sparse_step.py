@@ -320,3 +320,28 @@ def test_a_hint_in_the_schedule_s_own_order_is_not_read_as_the_simulator_s():
     fin = {f.flow_id: f.finish_s for f in res.flows}
     # A/0 (1 MB) alone at 0.25 G: 0.032 s; then A/1 (2 MB): 0.064 s more
     assert fin == pytest.approx({"A/0": 0.032, "A/1": 0.096})
+
+
+def test_sincronia_kept_octs_are_the_demand_matrix_maxima():
+    # the orphans' OCTs kept with their cached demand rows equal, bit for bit, the
+    # row maxima of a freshly stacked demand matrix, at every decision point
+    topo = build_topology("bigswitch:8")
+    cfs = [dataclasses.replace(c, arrival_s=0.0)
+           for c in synthetic(topo, 24, 10, 0.05, sizes="uniform:1,20", seed=9)]
+    s = make_scheduler("sincronia", topo)
+    orig = s.plan
+    seen = []
+
+    def spy(now, coflows, rates):
+        if coflows:
+            kept = s.octs(coflows)
+            fresh = s.demand_matrix(coflows).max(axis=1).tolist()
+            s._dcache.clear()
+            rebuilt = s.octs(coflows)
+            assert kept == fresh == rebuilt
+            seen.append(len(coflows))
+        return orig(now, coflows, rates)
+
+    s.plan = spy
+    simulate(topo, cfs, s)
+    assert len(seen) > 50 and max(seen) == 24

@@ -248,21 +248,36 @@ class Sincronia(_SeedScheduler):
         groups = [self.group(c) for c in coflows]
         if self._sent_arr is None:  # counters read from the flows: not cached
             return self._demand_rows(groups)
+        rows = [e[1] for e in self._cached_rows(coflows, groups)]
+        return np.stack(rows) if rows else np.zeros((0, self._L))
+
+    def _cached_rows(self, coflows: Sequence[CoflowState], groups) -> list:
+        """Per coflow, its :meth:`demand_matrix` cache entry (group, row, the row's
+        largest entry: the coflow's OCT in seconds), computing the missing rows."""
         cache = self._dcache
-        rows: List[Optional[np.ndarray]] = [None] * len(groups)
+        out: list = [None] * len(groups)
         miss = []
         for i, (c, g) in enumerate(zip(coflows, groups)):
             e = cache.get(c.coflow_id)
             if e is not None and e[0] is g:
-                rows[i] = e[1]
+                out[i] = e
             else:
                 miss.append(i)
         if miss:
             Dm = self._demand_rows([groups[i] for i in miss])
+            octs = Dm.max(axis=1).tolist() if Dm.shape[1] else [0.0] * len(miss)
             for j, i in enumerate(miss):
-                rows[i] = Dm[j]
-                cache[coflows[i].coflow_id] = (groups[i], Dm[j])
-        return np.stack(rows) if rows else np.zeros((0, self._L))
+                out[i] = cache[coflows[i].coflow_id] = (groups[i], Dm[j], octs[j])
+        return out
+
+    def octs(self, coflows: Sequence[CoflowState]) -> List[float]:
+        """Each coflow's OCT (s): the largest entry of its :meth:`demand_matrix` row,
+        bit for bit ``demand_matrix(coflows).max(axis=1)`` (a maximum is exact), kept
+        with the cached row instead of stacking the rows at every decision point."""
+        groups = [self.group(c) for c in coflows]
+        if self._sent_arr is None or not coflows:
+            return self.demand_matrix(coflows).max(axis=1).tolist() if coflows else []
+        return [e[2] for e in self._cached_rows(coflows, groups)]
 
     def emit(self, coflows, rates, order, info=None):
         """:meth:`_SeedScheduler.emit`, then forget the demand rows
@@ -372,7 +387,7 @@ class Sincronia(_SeedScheduler):
             rest = [c for c in coflows if c.coflow_id not in inset]
             if rest:
                 rest.sort(key=lambda c: (c.arrival_s, c.coflow_id))
-                oct_ = self.demand_matrix(rest).max(axis=1)
+                oct_ = self.octs(rest)
                 idx = orphan_order(oct_, [c.arrival_s for c in rest], now, self.max_epoch_s)
                 orphans = [rest[i] for i in idx]
             else:
