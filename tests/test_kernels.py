@@ -797,15 +797,20 @@ def test_greedy_group_by_group_with_skips_equals_the_stacked_greedy(seed, monkey
         P[:, 0] = rng.integers(0, 12, n)            # ingress ports
         P[:, 1] = 12 + rng.integers(0, 12, n)       # egress ports
         groups.append(_Group([None] * n, [None] * n, P, L, np.arange(n), 0.0))
-        groups[-1].ords = np.arange(n)  # (flow objects are not needed here)
     res = s.fresh_residual()
     res[:L] *= rng.choice([1.0, 0.4, 0.0], size=L, p=[.5, .3, .2])
     want_res = res.copy()
     want = greedy_rates(np.concatenate([g.P for g in groups]), want_res, s._tol)
     calls = []
-    orig = kernels.greedy_sparse_kernel
-    monkeypatch.setattr(kernels, "greedy_sparse_kernel",
-                        lambda *a: calls.append(1) or orig(*a))
+    visited = []
+    orig = kernels.greedy_group_kernel
+
+    def counted(P, *a):
+        calls.append(1)
+        visited.append((orig(P, *a), P.shape[0]))
+        return visited[-1][0]
+
+    monkeypatch.setattr(kernels, "greedy_group_kernel", counted)
     rates = {id(g): np.zeros(g.n) for g in groups}
     s.joint_pass(groups, res, rates, greedy_rates)
     got = np.concatenate([rates[id(g)] for g in groups])
@@ -848,66 +853,6 @@ def test_greedy_group_kernel_stops_exactly_when_the_ends_are_blocked():
         assert not mark.any() and 0 <= seen <= n
         stopped += seen < n
     assert stopped > 30
-
-
-def test_greedy_sparse_kernel_visits_the_open_ends_rows_only_and_gives_the_same():
-    # one group's greedy rows visiting only those whose first (or last) link is
-    # open, from an index built on a superset of the rows (flows finished since):
-    # bit for bit greedy_kernel, and most cases with few open links take that path
-    rng = np.random.default_rng(7)
-    sparse = 0
-    for _ in range(400):
-        nl = int(rng.integers(6, 40))
-        L = nl
-        n0 = int(rng.integers(1, 120))
-        W = int(rng.integers(2, 4))
-        P0 = np.full((n0, W), L, dtype=np.int64)
-        half = nl // 2
-        P0[:, 0] = rng.integers(0, half, n0)
-        P0[:, W - 1] = rng.integers(half, nl, n0)
-        if W == 3:
-            P0[:, 1] = np.where(rng.random(n0) < .5, rng.integers(0, nl, n0), L)
-        ords0 = np.sort(rng.choice(10 * n0, n0, replace=False)).astype(np.int64)
-        last0 = np.array([row[row < L][-1] for row in P0], dtype=np.int64)
-        fptr, fo = kernels.end_csr_kernel(P0[:, 0].copy(), ords0, nl + 1)
-        lptr, lo = kernels.end_csr_kernel(last0, ords0, nl + 1)
-        keep = rng.random(n0) < rng.choice([1.0, 0.7])  # flows finished since
-        P, ords = P0[keep], ords0[keep]
-        n = P.shape[0]
-        if n == 0:
-            continue
-        # few open links (a completion frees two ports) or many
-        p_open = rng.choice([0.05, 0.2, 0.9])
-        residual = np.append(np.where(rng.random(nl) < p_open,
-                                      rng.choice([1e9, 3e8], size=nl), 0.0), np.inf)
-        tol = np.append(np.full(nl, 10.0), 0.0)
-        want_res = residual.copy()
-        want = np.zeros(n)
-        kernels.greedy_kernel(P, want_res, tol, want)
-        got = np.zeros(n)
-        res = residual.copy()
-        mark = np.zeros(nl + 1, dtype=np.int8)
-        first, last = np.unique(P0[:, 0]), np.unique(last0)  # supersets, as kept
-        v = kernels.greedy_sparse_kernel(P, res, tol, got, first, last, mark, ords,
-                                         fptr, fo, lptr, lo)
-        assert got.tobytes() == want.tobytes() and res.tobytes() == want_res.tobytes()
-        assert not mark.any()
-        sparse += v < n // 4
-    assert sparse > 100
-    # hand case: the candidates come link by link and must be visited in row order.
-    # Uplinks 0, 1 and downlinks 2, 3 free, uplink 4 saturated; rows: 1->2, 0->2,
-    # 0->3, 1->3, then twenty 4->2.  In row order, row 0 takes link 2 and row 2
-    # link 3; rows 1 and 3 get nothing (link by link, row 1 would take link 2)
-    P = np.array([[1, 2], [0, 2], [0, 3], [1, 3]] + [[4, 2]] * 20, dtype=np.int64)
-    ords = np.arange(P.shape[0], dtype=np.int64)
-    ecsr = (kernels.end_csr_kernel(P[:, 0].copy(), ords, 6)
-            + kernels.end_csr_kernel(P[:, 1].copy(), ords, 6))
-    residual = np.array([1e9, 1e9, 1e9, 1e9, 0.0, np.inf])
-    tol = np.array([10.0] * 5 + [0.0])
-    got = np.zeros(P.shape[0])
-    v = kernels.greedy_sparse_kernel(P, residual, tol, got, np.array([0, 1, 4]),
-                                     np.array([2, 3]), np.zeros(6, np.int8), ords, *ecsr)
-    assert v <= 4 and got[:4].tolist() == [1e9, 0.0, 1e9, 0.0] and not got[4:].any()
 
 
 @pytest.mark.parametrize("seed", range(8))

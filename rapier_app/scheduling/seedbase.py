@@ -417,7 +417,7 @@ class _Group:
     ``done_max`` the largest byte count of the coflow's finished flows."""
 
     __slots__ = ("n", "flows", "paths", "P", "L", "idx", "done_max", "_ports", "sizes",
-                 "_index", "ords", "_csr", "_memo", "_first", "_ecsr")
+                 "_index", "ords", "_csr", "_memo", "_first")
 
     def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
                  idx: np.ndarray, done_max: float):
@@ -443,25 +443,6 @@ class _Group:
         self._memo: Optional[tuple] = None
         #: the flows' distinct first and last links (:meth:`end_links`), carried over
         self._first: Optional[Tuple[np.ndarray, np.ndarray]] = None
-        #: the rows by first and by last link over coflow positions (:meth:`end_csr`),
-        #: carried over
-        self._ecsr: Optional[tuple] = None
-
-    def end_csr(self, nl: int) -> tuple:
-        """The flows indexed by their first and by their last link
-        (:func:`kernels.end_csr_kernel` over ``nl`` links, the dummy included):
-        (fptr, fords, lptr, lords), coflow positions (``FlowState._ord``) rather
-        than rows, so that the index built once stays valid, as a superset, for the
-        groups that follow when flows finish."""
-        e = self._ecsr
-        if e is None:
-            ords = self.ords
-            if ords is None:
-                ords = self.ords = np.fromiter(map(_ORD, self.flows), np.int64, self.n)
-            a, b = self.ports
-            e = self._ecsr = (kernels.end_csr_kernel(_i64(a), ords, nl)
-                              + kernels.end_csr_kernel(_i64(b), ords, nl))
-        return e
 
     def csr(self, nl: int) -> Tuple[np.ndarray, np.ndarray]:
         """The compiled passes' link index of ``P`` over ``nl`` links (the dummy
@@ -632,7 +613,6 @@ class _SeedScheduler(Scheduler):
                 g.ords = None if old.ords is None else old.ords[m]
                 pos = np.flatnonzero(~m)
                 g._first = old._first  # a superset of the survivors' first links
-                g._ecsr = old._ecsr  # likewise (over coflow positions)
                 if old._ports is not None:
                     g._ports = (old._ports[0][m], old._ports[1][m])
                 if old._csr is not None:
@@ -659,11 +639,9 @@ class _SeedScheduler(Scheduler):
                 if old._ports is not None:
                     g._ports = (_compact(old._ports[0], pos), _compact(old._ports[1], pos))
                 g._first = old._first  # a superset of the survivors' first links
-                g._ecsr = old._ecsr  # likewise (over coflow positions)
                 # what is left of old must not be read: only its size (emit) is
                 old.P = old.idx = old.sizes = old.ords = old.paths = None
                 old._index = old._ports = old._csr = old._memo = old._first = None
-                old._ecsr = None
             # for emit(): g is old without these positions
             self._drops[id(g)] = (old, pos)
             self._groups[c.coflow_id] = g
@@ -788,23 +766,20 @@ class _SeedScheduler(Scheduler):
         fflat = np.concatenate([e[0] for e in ends])
         lflat = np.concatenate([e[1] for e in ends])
         tol = self._tol
-        nl = residual.shape[0]
-        mark = np.zeros(nl, dtype=np.int8)
+        mark = np.zeros(residual.shape[0], dtype=np.int8)
         k = kernels.next_open_group(fflat, fptr, lflat, lptr, 0, residual, tol)
         while k < G:
             g = groups[k]
             if g.n:
                 r = rates[id(g)]
-                fresh = not (r.flags.c_contiguous and r.dtype == np.float64)
-                if fresh:
+                if not (r.flags.c_contiguous and r.dtype == np.float64):
                     r = np.zeros(g.n)
-                # the rows whose first (or last) link is open, in row order; the
-                # others are no-ops (added in place: rows given nothing keep theirs)
-                ecsr = g.end_csr(nl)  # (fills g.ords)
-                kernels.greedy_sparse_kernel(_i64(g.P), residual, tol, r, ends[k][0],
-                                             ends[k][1], mark, g.ords, *ecsr)
-                if fresh:
+                    kernels.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                                                ends[k][1], mark)
                     rates[id(g)] += r
+                else:  # added in place (the rows it gives nothing keep their entry)
+                    kernels.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                                                ends[k][1], mark)
             k = kernels.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
 
     def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
