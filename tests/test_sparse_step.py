@@ -345,3 +345,24 @@ def test_sincronia_kept_octs_are_the_demand_matrix_maxima():
     s.plan = spy
     simulate(topo, cfs, s)
     assert len(seen) > 50 and max(seen) == 24
+
+
+def test_rank_select_gives_the_live_flows_global_indices():
+    # position j of the simulator is the j-th live flow in global-index order:
+    # rank_select_kernel(alive, block counts, positions) == flatnonzero(alive)[pos]
+    _needs_kernels()
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(1, 2000))
+        cap = n + int(rng.integers(0, 200))
+        alive = np.zeros(cap, dtype=np.uint8)
+        alive[:n] = rng.random(n) < rng.choice([0.02, 0.5, 1.0])
+        if not alive.any():
+            continue
+        bcnt = np.zeros(cap // 64 + 1, dtype=np.int64)
+        np.add.at(bcnt, np.flatnonzero(alive) >> 6, 1)
+        live = np.flatnonzero(alive)
+        k = int(rng.integers(0, live.shape[0] + 1))
+        sel = np.sort(rng.choice(live.shape[0], k, replace=False)).astype(np.int64)
+        got = kernels.rank_select_kernel(alive, bcnt, sel)
+        assert got.tolist() == live[sel].tolist()

@@ -1347,6 +1347,50 @@ def sim_scan_kernel(rate_pos):  # pragma: no cover - compiled
 
 
 @_jit
+def rank_select_kernel(alive, bcnt, sel):  # pragma: no cover - compiled
+    """The global indices of the simulator's active positions ``sel``: position j
+    is the j-th live flow in global-index order (flows are numbered in arrival
+    order, then flow order, and never reordered), so ``out[k]`` is the index of
+    the ``sel[k]``-th nonzero entry of ``alive``, i.e. ``np.flatnonzero(alive)[sel]``.
+    Whole blocks of 64 indices are skipped with their live counts ``bcnt``, so a
+    call costs O(blocks + 64 per block visited) instead of a per-position array
+    kept compacted at every flow completion (issue 16).
+
+    Args:
+        alive: uint8 per global index (1: live); bcnt: int64 live count per block
+            of 64 indices (``alive[64*b:64*b+64].sum()``); sel: int64 positions,
+            increasing, each below ``alive.sum()``.
+
+    Returns:
+        int64 global indices, one per entry of ``sel``, increasing.
+    """
+    n = sel.shape[0]
+    out = np.empty(n, np.int64)
+    b = 0
+    base = 0  # live indices before block b
+    g = 0
+    c = 0  # live indices before g
+    for k in range(n):
+        t = sel[k]
+        while base + bcnt[b] <= t:
+            base += bcnt[b]
+            b += 1
+        if g < 64 * b:
+            g = 64 * b
+            c = base
+        while True:
+            if alive[g]:
+                if c == t:
+                    out[k] = g
+                    c += 1
+                    g += 1
+                    break
+                c += 1
+            g += 1
+    return out
+
+
+@_jit
 def nonzero_bits_kernel(bits):  # pragma: no cover - compiled
     """Positions (int64, increasing) of the nonzero entries of ``bits``, an int64
     view of a float64 vector: every entry that is not +0.0 (-0.0 and NaN too).

@@ -302,6 +302,10 @@ class Simulator:
                   and self.event_log is None)
         prev_g = np.zeros(0, dtype=np.int64)  # global indices, increasing
         prev_rate = np.zeros(0)
+        # live flows per global index and per block of 64 indices: a position's
+        # global index is the rank-th live one (kernels.rank_select_kernel)
+        alive8 = np.zeros(1024, dtype=np.uint8)
+        bcnt = np.zeros(1024 // 64 + 1, dtype=np.int64)
         # the scheduler's flows_finished hook, when it has one of its own
         fin_hook = (self.scheduler.flows_finished
                     if type(self.scheduler).flows_finished is not Scheduler.flows_finished
@@ -351,7 +355,14 @@ class Simulator:
                                                                   dtype=np.int64)])
                     glob_P = np.concatenate([glob_P, np.zeros(
                         (grow - glob_P.shape[0], glob_P.shape[1]), dtype=np.int64)])
+                    alive8 = np.concatenate([alive8, np.zeros(grow - alive8.shape[0],
+                                                              dtype=np.uint8)])
+                    bcnt = np.concatenate([bcnt, np.zeros(grow // 64 + 1 - bcnt.shape[0],
+                                                          dtype=np.int64)])
                 cof_of[n_glob:n_glob + k] = ai
+                if sparse:
+                    alive8[n_glob:n_glob + k] = 1
+                    np.add.at(bcnt, np.arange(n_glob, n_glob + k) >> 6, 1)
                 for n, f in enumerate(cs.flows):
                     f._sim_idx = n_glob + n
                 size[n_glob:n_glob + k] = [f.spec.size_bytes for f in cs.flows]
@@ -446,8 +457,7 @@ class Simulator:
                 else:
                     sel_arr = _kernels.sim_scan_kernel(rate_pos)
                 # their flows' global indices (increasing, as positions are)
-                gsel = np.fromiter(map(get_idx, map(act_flows.__getitem__, sel_arr.tolist())),
-                                   dtype=np.int64, count=sel_arr.shape[0])
+                gsel = _kernels.rank_select_kernel(alive8, bcnt, sel_arr)
                 none = []
                 for j in sel_arr[glob_len[gsel] <= 0].tolist():
                     # a sending flow without a validated path (never counted in the
@@ -693,6 +703,8 @@ class Simulator:
                     if sparse:
                         gfin = gsel[fin]
                         rfin = rate_arr[fin]
+                        alive8[gfin] = 0
+                        np.subtract.at(bcnt, gfin >> 6, 1)
                         # the senders that go on (global indices do not move)
                         alive = np.ones(n_sel, dtype=bool)
                         alive[fin] = False
