@@ -78,6 +78,10 @@ class Scheduler:
             ``"candidates"``: as ``"path"`` for sending flows, and a waiting flow has
             a link at capacity on every candidate path (the scheme may route a waiting
             flow on any candidate path, RAPIER Algorithm 3's AssignBandwidth).
+        few_senders: True when few of the scheme's flows send at a time (Sincronia's
+            greedy rates: about one per port); the simulator then runs its sparse
+            event step, which touches only the sending flows (issue 16).  Default
+            False.
         volatile_schedules: set True by a caller that reads a returned
             :class:`Schedule`'s vectors only until its next call to :meth:`schedule`
             and never keeps them (the simulator, for the length of a run; issue 16).
@@ -98,6 +102,7 @@ class Scheduler:
     reschedule_on = "flow"
     reads_progress = True
     sticky_paths = False
+    few_senders = False
     work_conserving = None
     volatile_schedules = False
 

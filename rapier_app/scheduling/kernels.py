@@ -1331,22 +1331,6 @@ def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
 
 
 @_jit
-def sim_scan_kernel(rate_pos):  # pragma: no cover - compiled
-    """The sending positions of the simulator's sparse step: the j with ``not
-    rate_pos[j] <= 0`` (a NaN rate counts as sending, so the rate check catches
-    it), increasing; one pass over the m active positions.  Used when the schedule
-    does not give its nonzero positions (``Schedule.from_vectors(nonzero=...)``)."""
-    m = rate_pos.shape[0]
-    buf = np.empty(m, np.int64)  # uninitialised: only the first n entries are written
-    n = 0
-    for j in range(m):
-        if not (rate_pos[j] <= 0.0):
-            buf[n] = j
-            n += 1
-    return buf[:n].copy()
-
-
-@_jit
 def rank_select_kernel(alive, bcnt, sel):  # pragma: no cover - compiled
     """The global indices of the simulator's active positions ``sel``: position j
     is the j-th live flow in global-index order (flows are numbered in arrival
@@ -1388,6 +1372,38 @@ def rank_select_kernel(alive, bcnt, sel):  # pragma: no cover - compiled
                 c += 1
             g += 1
     return out
+
+
+@_jit
+def sim_senders_kernel(rate_pos, hint, use_hint, alive, bcnt, glob_len):  # pragma: no cover
+    """The sparse step's sending flows in one call: the positions j (among
+    ``hint`` when ``use_hint``, else all) with ``not rate_pos[j] <= 0`` (NaN counts
+    as sending), their rates, their global indices (:func:`rank_select_kernel`) and
+    which of them have no validated path yet (``glob_len <= 0``).
+
+    Returns:
+        (sel int64[n] increasing, gsel int64[n], rate float64[n] (bit/s),
+        look int64[k]: indices into ``sel``, increasing).
+    """
+    m = hint.shape[0] if use_hint else rate_pos.shape[0]
+    buf = np.empty(m, np.int64)
+    n = 0
+    for t in range(m):
+        j = hint[t] if use_hint else t
+        if not (rate_pos[j] <= 0.0):
+            buf[n] = j
+            n += 1
+    sel = buf[:n].copy()
+    rate = np.empty(n)
+    for k in range(n):
+        rate[k] = rate_pos[sel[k]]
+    gsel = rank_select_kernel(alive, bcnt, sel)
+    nl = 0
+    for k in range(n):
+        if glob_len[gsel[k]] <= 0:
+            buf[nl] = k
+            nl += 1
+    return sel, gsel, rate, buf[:nl].copy()
 
 
 @_jit

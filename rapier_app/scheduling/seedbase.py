@@ -1081,11 +1081,18 @@ class _SeedScheduler(Scheduler):
         gs = [self.group(c) for c in coflows]
         rs = [rates.get(id(g)) for g in gs]
         rb = self._rbuf
+        vec = None
         if rb is not None and len(rb[0]) == len(gs) and all(map(is_, rb[0], gs)) and \
                 all(map(is_, rb[2], rs)):
             # the slices of :meth:`schedule`'s vector, in order (still its views): the
             # vector is their concatenation
             vec = rb[1]
+        if rb is not None and vec is rb[1] and not self.few_senders:
+            # most flows send: a sum per coflow, and no nonzero positions (the
+            # simulator's dense step scans the rates itself)
+            nz = None
+            last = {c.coflow_id: float(r.sum()) for c, r in zip(coflows, rs)}
+        elif rb is not None and vec is rb[1]:
             # a coflow's total is its slice's sum; a slice without a nonzero entry
             # sums to 0.0 (one C pass finds them instead of a sum per coflow: most
             # coflows wait while hundreds are live, issue 16)
@@ -1095,7 +1102,7 @@ class _SeedScheduler(Scheduler):
             nz = (kernels.nonzero_bits_kernel(bits) if kernels.ENABLED
                   else (bits != 0).nonzero()[0])
             if self.volatile_schedules:
-                self._zb = (rb[3], nz)
+                self._zb = (rb[3], nz, vec.shape[0])
             ends = np.cumsum([g.n for g in gs])
             has = np.diff(np.searchsorted(nz, ends), prepend=0) > 0
             last = {c.coflow_id: (float(r.sum()) if h else 0.0)
@@ -1133,7 +1140,12 @@ class _SeedScheduler(Scheduler):
         zb, self._zb = self._zb, None
         if zb is not None and self.volatile_schedules and zb[0].shape[0] >= m:
             full = zb[0]
-            full[zb[1]] = 0.0  # the caller is done with the last vector
+            # the caller is done with the last vector: clear its nonzero entries
+            # (all of its head when most were: one memset beats the scatter)
+            if 8 * zb[1].shape[0] > zb[2]:
+                full[:zb[2]] = 0.0
+            else:
+                full[zb[1]] = 0.0
         else:
             full = np.zeros(m)
         buf = full[:m]

@@ -210,6 +210,9 @@ class Sincronia(_SeedScheduler):
         if rates not in ("greedy", "maxmin"):
             raise SchedulerError(f"rates: must be 'greedy' or 'maxmin', got {rates!r}")
         self.rates = rates
+        #: Algorithm 2 gives about one flow per port a rate at a time: the simulator
+        #: then touches only the sending flows (its sparse event step)
+        self.few_senders = rates == "greedy"
         if not epoch_s > 0:
             raise SchedulerError(f"epoch_s: must be > 0 s, got {epoch_s!r}")
         if not growth >= 1:

@@ -32,6 +32,7 @@ from ..scheduling.base import Scheduler
 
 BITS = 8.0
 _UNSET = object()  # "no validated path yet" (a path may legitimately be None)
+_NO_HINT = np.zeros(0, dtype=np.int64)
 #: The values of ``Scheduler.reads_progress`` the simulator knows (see its docstring).
 READS_PROGRESS = (True, False, "arrivals", "bytes", "coflow", "vector", "coflow-events")
 #: Relative slack on link capacity before a schedule counts as over capacity.
@@ -40,9 +41,11 @@ CAPACITY_SLACK = 1e-6
 #: events; in between it keeps the loads from the flows whose rate changed (their
 #: rounding drift, about 1e-16 relative per update, stays far below CAPACITY_SLACK)
 EXACT_CHECK_EVERY = 1000
-#: the sparse event step for sticky-path schedulers when the compiled kernels are on
-#: (see :meth:`Simulator._run`); False forces the dense step (tests compare the two)
-SPARSE_STEP = True
+#: the sparse event step (see :meth:`Simulator._run`), for sticky-path schedulers
+#: with the compiled kernels on: None (default) when the scheduler says few of its
+#: flows send at a time (``few_senders``: Sincronia's greedy rates, one flow per
+#: port); True for every sticky-path scheduler; False never (tests compare both)
+SPARSE_STEP = None
 
 
 def _link_load(glob_P: np.ndarray, glob_len: np.ndarray, gi: np.ndarray,
@@ -298,7 +301,12 @@ class Simulator:
         # wait (one flow per port sends under Sincronia's greedy rates while
         # 600,000 are live in the all-at-0 hour; issue 16).  The same sums in the
         # same order as the dense step, so the same results bit for bit.
-        sparse = (SPARSE_STEP and sticky and _kernels.ENABLED and not by_coflow
+        # (With most flows sending, as under Aalo's, Philae's or OPTAS's max-min
+        # shares, the dense step's fused passes are as fast or faster: OPTAS's
+        # giants' window took 3.4 ms per decision point dense, 4.0 ms sparse.)
+        wants = (bool(getattr(self.scheduler, "few_senders", False))
+                 if SPARSE_STEP is None else SPARSE_STEP)
+        sparse = (wants and sticky and _kernels.ENABLED and not by_coflow
                   and self.event_log is None)
         prev_g = np.zeros(0, dtype=np.int64)  # global indices, increasing
         prev_rate = np.zeros(0)
@@ -452,14 +460,12 @@ class Simulator:
             if sparse:
                 # the sending positions: from the schedule's nonzero positions when it
                 # gives them (Schedule.from_vectors(nonzero=...)), else one scan
-                if nz_hint is not None:
-                    sel_arr = nz_hint[~(rate_pos[nz_hint] <= 0)]
-                else:
-                    sel_arr = _kernels.sim_scan_kernel(rate_pos)
-                # their flows' global indices (increasing, as positions are)
-                gsel = _kernels.rank_select_kernel(alive8, bcnt, sel_arr)
+                # with their rates and global indices (increasing, as positions are)
+                sel_arr, gsel, rate_arr, look_k = _kernels.sim_senders_kernel(
+                    rate_pos, _NO_HINT if nz_hint is None else nz_hint,
+                    nz_hint is not None, alive8, bcnt, glob_len)
                 none = []
-                for j in sel_arr[glob_len[gsel] <= 0].tolist():
+                for j in sel_arr[look_k].tolist():
                     # a sending flow without a validated path (never counted in the
                     # loads: it never sent)
                     p = path_pos[j]
@@ -485,7 +491,7 @@ class Simulator:
                     keep_s = ~np.isin(sel_arr, none)
                     sel_arr = sel_arr[keep_s]
                     gsel = gsel[keep_s]
-                rate_arr = rate_pos[sel_arr]
+                    rate_arr = rate_arr[keep_s]
                 (sent_g, ttf, bad_k,
                  ttf_min) = _kernels.sim_sparse_kernel(gsel, rate_arr, size, sent, glob_P,
                                                        glob_len, prev_g, prev_rate, load_inc)
