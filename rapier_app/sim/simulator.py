@@ -58,6 +58,20 @@ def _link_load(glob_P: np.ndarray, glob_len: np.ndarray, gi: np.ndarray,
                        weights=np.repeat(rates_bps, lens), minlength=n_links)
 
 
+def _store_links(glob_P: np.ndarray, glob_len: np.ndarray, g: int,
+                 links: Sequence[int]) -> np.ndarray:
+    """Record flow ``g``'s validated link indices as row ``g`` of the padded matrix
+    ``glob_P`` (widened when the path is longer than any before) and its length in
+    ``glob_len`` (in place); returns the matrix, a new one when it was widened."""
+    nl = len(links)
+    if nl > glob_P.shape[1]:
+        glob_P = np.concatenate([glob_P, np.zeros(
+            (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
+    glob_P[g, :nl] = links
+    glob_len[g] = nl
+    return glob_P
+
+
 #: block size of :func:`_changed`
 _BLOCK = 256
 
@@ -480,13 +494,7 @@ class Simulator:
                         ls = path_links(p)
                     except TopologyError as exc:
                         raise SimulationError(f"flow {f.flow_id}: {exc}") from None
-                    g = f._sim_idx
-                    nl = len(ls)
-                    if nl > glob_P.shape[1]:
-                        glob_P = np.concatenate([glob_P, np.zeros(
-                            (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
-                    glob_P[g, :nl] = ls
-                    glob_len[g] = nl
+                    glob_P = _store_links(glob_P, glob_len, f._sim_idx, ls)
                 if none:
                     keep_s = ~np.isin(sel_arr, none)
                     sel_arr = sel_arr[keep_s]
@@ -553,12 +561,7 @@ class Simulator:
                 if rate_prev[j] != 0.0:  # its old links lose its old rate
                     load_inc[glob_P[g, :glob_len[g]]] -= rate_prev[j]
                     rate_prev[j] = 0.0
-                nl = len(ls)
-                if nl > glob_P.shape[1]:
-                    glob_P = np.concatenate([glob_P, np.zeros(
-                        (glob_P.shape[0], nl - glob_P.shape[1]), dtype=np.int64)], axis=1)
-                glob_P[g, :nl] = ls
-                glob_len[g] = nl
+                glob_P = _store_links(glob_P, glob_len, g, ls)
             if sparse:
                 pass  # done above
             elif _kernels.ENABLED:
