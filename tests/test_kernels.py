@@ -875,8 +875,16 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
         alive_rows = np.flatnonzero(rng.random(n) < 0.8)
         alive = np.zeros(n, np.int64)
         alive[:alive_rows.size] = alive_rows
-        isalive = np.zeros(n, bool)
-        isalive[alive_rows] = True
+        # the kept path's list also holds rows killed since its last compaction
+        # (kernels._compact_alive), and its alive rows carry the stamps of earlier
+        # fillings (any value below this filling's epoch ep)
+        ep = 7
+        stamp = np.full(n, kernels.DEAD, np.int32)
+        stamp[alive_rows] = rng.integers(0, ep, alive_rows.size)
+        killed = np.flatnonzero(rng.random(n) < 0.1)
+        listed = np.union1d(alive_rows, killed).astype(np.int64)
+        stale = np.zeros(n, np.int64)
+        stale[:listed.size] = listed
         gcnt = np.zeros((1, nl), np.int64)
         for i in alive_rows:
             for lk in P[i]:
@@ -902,10 +910,19 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
                 kernels._count_ends(P, gptr, 0, alive, alive_rows.size, gend)
             gok = np.array([ok])
             s2, r2 = share.copy(), np.zeros(n)
-            a2 = kernels._waterfill_kept(P, gptr, 0, alive, alive_rows.size, isalive, gcnt,
-                                         s2, tol, r2, lptrs, rows, gend, gok)
+            st2, lst2 = stamp.copy(), stale.copy()
+            lcnt = np.array([listed.size], np.int64)
+            a2 = kernels._waterfill_kept(P, gptr, 0, lst2, alive_rows.size, st2, ep, gcnt,
+                                         s2, tol, r2, lptrs, rows, gend, gok, lcnt)
             assert a1 == a2
             assert r1.tobytes() == r2.tobytes() and s1.tobytes() == s2.tobytes()
+            # the dead rows stay dead; the alive ones are stamped ep at most
+            assert (st2[killed[~np.isin(killed, alive_rows)]] == kernels.DEAD).all()
+            assert (st2[alive_rows] <= ep).all()
+            # compacted only when every alive row was tested
+            assert lcnt[0] in (listed.size, alive_rows.size)
+            if lcnt[0] == alive_rows.size:
+                assert lst2[:lcnt[0]].tolist() == alive_rows.tolist()
         blocked = sum(int(lptr[lk + 1] - lptr[lk]) for lk in range(nl)
                       if gcnt[0, lk] > 0 and not share[lk] > tol[lk])
         kept_paths += blocked <= alive_rows.size
@@ -916,9 +933,9 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_killed_rows_leave_the_kept_counts(seed):
     # the weighted pass removes the rows of newly saturated links from its kept
-    # state (kernels._kill_rows): the alive list (in order), the flags, the link
-    # counts and the end counts left must be those of the rows still alive,
-    # counted afresh
+    # state (kernels._kill_rows): the stamps, the link counts and the end counts
+    # left must be those of the rows still alive, counted afresh, and the alive
+    # list, compacted on demand (kernels._compact_alive), those rows in order
     rng = np.random.default_rng(300 + seed)
     nl, W = 30, 4
     L = nl - 1
@@ -934,8 +951,8 @@ def test_killed_rows_leave_the_kept_counts(seed):
         alive_rows = 3 + np.flatnonzero(rng.random(n) < 0.8)
         alive = np.arange(3 + n, dtype=np.int64)
         alive[3:3 + alive_rows.size] = alive_rows
-        isalive = np.zeros(3 + n, bool)
-        isalive[alive_rows] = True
+        stamp = np.full(3 + n, kernels.DEAD, np.int32)
+        stamp[alive_rows] = rng.integers(0, 5, alive_rows.size)
         gcnt = np.zeros((2, nl), np.int64)
         for i in alive_rows:
             for lk in Ps[i]:
@@ -946,11 +963,16 @@ def test_killed_rows_leave_the_kept_counts(seed):
         newly = rng.choice(L, int(rng.integers(0, 4)), replace=False).astype(np.int64)
         newly = np.concatenate([newly, np.zeros(3, np.int64)])  # unused tail
         nnew = newly.size - 3
+        before = alive.copy()
         left = kernels._kill_rows(Ps, gptr, 1, newly, nnew, lptrs, rows_all, alive,
-                                  alive_rows.size, isalive, gcnt, gend, gok)
+                                  alive_rows.size, stamp, gcnt, gend, gok)
         want = [i for i in alive_rows if not set(Ps[i]) & set(newly[:nnew].tolist())]
+        assert left == len(want)
+        assert np.flatnonzero(stamp != kernels.DEAD).tolist() == want
+        # the list is compacted later, on demand (kernels._compact_alive)
+        assert np.array_equal(alive, before)
+        assert kernels._compact_alive(alive, 3, alive_rows.size, stamp) == left
         assert alive[3:3 + left].tolist() == want
-        assert np.flatnonzero(isalive).tolist() == want
         want_cnt = np.zeros((2, nl), np.int64)
         for i in want:
             for lk in Ps[i]:

@@ -85,6 +85,11 @@ def _csr(P, lo, hi, nl):  # pragma: no cover - compiled
     return lptr, rows
 
 
+#: a row's stamp in the progressive fillings (:func:`_waterfill_fill`) when it is not
+#: alive: above every filling's epoch, so never active
+DEAD = np.int32(2 ** 31 - 1)
+
+
 @_jit
 def _waterfill_rows(P, lo, hi, residual, tol, rate):  # pragma: no cover - compiled
     """Progressive filling of rows ``lo..hi-1`` of ``P``; each row's rate (bit/s) is
@@ -117,7 +122,7 @@ def _waterfill_csr(P, lo, hi, residual, tol, rate, lptrs, rows_all,
     W = P.shape[1]
     nl = residual.shape[0]
     n = hi - lo
-    act = np.empty(n, np.bool_)
+    act = np.empty(n, np.int32)
     n_act = 0
     for j in range(n):
         ok = True
@@ -126,25 +131,26 @@ def _waterfill_csr(P, lo, hi, residual, tol, rate, lptrs, rows_all,
             if not residual[lk] > tol[lk]:
                 ok = False
                 break
-        act[j] = ok
+        act[j] = 0 if ok else DEAD
         if ok:
             n_act += 1
     if n_act == 0:
         return 0
     cnt = np.zeros(nl)
     for j in range(n):
-        if act[j]:
+        if act[j] < 1:
             for k in range(W):
                 cnt[P[lo + j, k]] += 1.0
-    return _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act,
+    return _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, 1,
                            n_act, cnt)
 
 
 @_jit
-def _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, n_act,
-                    cnt):  # pragma: no cover - compiled
+def _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, ep,
+                    n_act, cnt):  # pragma: no cover - compiled
     """The progressive filling of :func:`_waterfill_csr` once its active rows
-    (``act``, ``n_act`` >= 1 of them) and their link counts ``cnt`` are known.  The
+    (``n_act`` >= 1 of them: the rows j with ``act[j] < ep``, int32; a row frozen
+    gets ``act[j] = ep``) and their link counts ``cnt`` are known.  The
     order in which a saturated link's rows freeze changes nothing: each adds the
     same level to its own rate and subtracts exact integers from the counts."""
     W = P.shape[1]
@@ -204,8 +210,8 @@ def _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, 
                     base = off * W
                     for e in range(lptrs[g, lk], lptrs[g, lk + 1]):
                         j = off + rows_all[base + e]
-                        if act[j]:
-                            act[j] = False
+                        if act[j] < ep:
+                            act[j] = ep
                             n_act -= 1
                             rate[lo + j] += level
                             froze = True
@@ -235,7 +241,7 @@ def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
     nl = residual.shape[0]
     lo = gptr[g]
     hi = gptr[g + 1]
-    act = np.zeros(hi - lo, np.bool_)
+    act = np.full(hi - lo, DEAD, np.int32)
     n_act = 0
     for t in range(na):
         i = alive[lo + t]
@@ -246,18 +252,19 @@ def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
                 ok = False
                 break
         if ok:
-            act[i - lo] = True
+            act[i - lo] = 0
             n_act += 1
     if n_act == 0:
         return 0
     cnt = np.zeros(nl)
     for t in range(na):
         i = alive[lo + t]
-        if act[i - lo]:
+        if act[i - lo] < 1:
             for k in range(W):
                 cnt[P[i, k]] += 1.0
     if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
-                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, n_act, cnt) < 0:
+                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, 1, n_act,
+                       cnt) < 0:
         return -1
     return 1
 
@@ -290,37 +297,47 @@ def _count_ends(P, gptr, g, alive, na, gend):  # pragma: no cover - compiled
 
 
 @_jit
-def _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive, na, isalive, gcnt, gend,
+def _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive, na, stamp, gcnt, gend,
                gok):  # pragma: no cover - compiled
     """The rows of group ``g`` on the links ``newly[:nnew]`` (just saturated) leave
-    its ``na`` alive rows (``alive[gptr[g]:gptr[g] + na]``, increasing global ids,
-    compacted in place, order kept): their flags in ``isalive`` are cleared and they
-    leave the per-link counts ``gcnt[g]`` and, when kept (``gok[g]``), the end counts
-    ``gend[g]`` (:func:`_count_ends`).  Returns the number of rows left alive."""
+    its ``na`` alive rows: their ``stamp`` becomes :data:`DEAD` and they leave the
+    per-link counts ``gcnt[g]`` and, when kept (``gok[g]``), the end counts
+    ``gend[g]`` (:func:`_count_ends`).  The list of alive rows is not touched (it
+    may then hold dead rows until :func:`_compact_alive`).  Returns the number of
+    rows left alive."""
     W = P.shape[1]
     L = gend.shape[2] - 1
     lo = gptr[g]
     lp = lptrs[g]
     bw = lo * W
-    killed = False
+    killed = 0
     for u in range(nnew):
         lk = newly[u]
         for e in range(lp[lk], lp[lk + 1]):
             j = lo + rows_all[bw + e]
-            if isalive[j]:
-                isalive[j] = False
-                killed = True
+            if stamp[j] != DEAD:
+                stamp[j] = DEAD
+                killed += 1
                 for k in range(W):
                     gcnt[g, P[j, k]] -= 1
                 if gok[g]:
                     gend[g, 0, P[j, 0]] -= 1
                     gend[g, 1, _last_link(P, j, L)] -= 1
-    if not killed:
-        return na
+    return na - killed
+
+
+@_jit
+def _compact_alive(alive, lo, listed, stamp):  # pragma: no cover - compiled
+    """Drop the rows whose ``stamp`` is :data:`DEAD` from the ``listed`` entries of
+    ``alive[lo:]`` (increasing global row ids), in place, order kept; returns how
+    many are left.  :func:`weighted_kernel` compacts a group's list only before a
+    pass over it (:func:`_count_ends`, :func:`_waterfill_alive`), not at every kill:
+    on the Facebook hour's giants under Philae the compactions at every scan cost
+    about a tenth of the pass (issue 16)."""
     m = 0
-    for t in range(na):
+    for t in range(listed):
         i = alive[lo + t]
-        if isalive[i]:
+        if stamp[i] != DEAD:
             alive[lo + m] = i
             m += 1
     return m
@@ -345,10 +362,12 @@ def _ends_blocked(gend, g, residual, tol):  # pragma: no cover - compiled
 
 
 @_jit
-def _waterfill_kept(P, gptr, g, alive, na, isalive, gcnt, residual, tol, rate, lptrs,
-                    rows_all, gend, gok):  # pragma: no cover - compiled
-    """:func:`_waterfill_alive` of group ``g`` when its alive rows are also flagged in
-    ``isalive`` (global row ids) and counted per link in ``gcnt[g]`` (alive rows
+def _waterfill_kept(P, gptr, g, alive, na, stamp, ep, gcnt, residual, tol, rate, lptrs,
+                    rows_all, gend, gok, lcnt):  # pragma: no cover - compiled
+    """:func:`_waterfill_alive` of group ``g`` when its alive rows are also marked in
+    ``stamp`` (global row ids: :data:`DEAD` when not alive, else below ``ep``, this
+    filling's epoch, which is above every earlier filling's) and counted per link
+    in ``gcnt[g]`` (alive rows
     crossing each link), as :func:`weighted_kernel` keeps them from its second scan
     on.  The active rows are the alive rows without those that cross a link whose
     share is not above the tolerance, so they and their link counts are found from
@@ -366,7 +385,11 @@ def _waterfill_kept(P, gptr, g, alive, na, isalive, gcnt, residual, tol, rate, l
     0 after O(links) work.  On the Facebook hour under Philae (class weights 10^9
     to 1), a low class's share of a link shared with a heavier class is within
     tolerance, and 99.9 % of the alive-row tests that found no active row were
-    such cases (issue 16)."""
+    such cases (issue 16).
+
+    ``alive[gptr[g]:gptr[g] + lcnt[g]]`` lists the group's alive rows and the rows
+    killed since the list was last compacted (:func:`_kill_rows`); it is compacted
+    here only when every alive row is tested."""
     W = P.shape[1]
     nl = residual.shape[0]
     lo = gptr[g]
@@ -379,6 +402,8 @@ def _waterfill_kept(P, gptr, g, alive, na, isalive, gcnt, residual, tol, rate, l
         if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
             visits += lp[lk + 1] - lp[lk]
     if visits > na:
+        if lcnt[g] != na:  # rows killed since the list was last compacted
+            lcnt[g] = _compact_alive(alive, lo, lcnt[g], stamp)
         if not gok[g]:
             _count_ends(P, gptr, g, alive, na, gend)
             gok[g] = True
@@ -386,9 +411,7 @@ def _waterfill_kept(P, gptr, g, alive, na, isalive, gcnt, residual, tol, rate, l
                 return 0
         return _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
                                 rows_all)
-    act = np.empty(hi - lo, np.bool_)
-    for j in range(hi - lo):
-        act[j] = isalive[lo + j]
+    act = stamp[lo:hi]  # active in this filling: alive and stamped before ep
     n_act = na
     cnt = np.empty(nl)
     for lk in range(nl):
@@ -399,15 +422,16 @@ def _waterfill_kept(P, gptr, g, alive, na, isalive, gcnt, residual, tol, rate, l
             if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
                 for e in range(lp[lk], lp[lk + 1]):
                     j = rows_all[bw + e]
-                    if act[j]:
-                        act[j] = False
+                    if act[j] < ep:
+                        act[j] = ep
                         n_act -= 1
                         for k in range(W):
                             cnt[P[lo + j, k]] -= 1.0
     if n_act == 0:
         return 0
     if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
-                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, n_act, cnt) < 0:
+                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, ep, n_act,
+                       cnt) < 0:
         return -1
     return 1
 
@@ -631,20 +655,27 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     acnt = np.empty(G, np.int64)
     for g in range(G):
         acnt[g] = gptr[g + 1] - gptr[g]
+    # alive[gptr[g]:gptr[g] + lcnt[g]] lists group g's alive rows and, from the
+    # second scan on, rows killed since (stamped DEAD): it is compacted
+    # only when a consumer walks it (:func:`_compact_alive`)
+    lcnt = acnt.copy()
     hit0 = np.zeros(G, np.bool_)   # the record's mfree0 is this pass's
     nflag = np.zeros(G, np.int64)  # what this pass records
     done = 0
     scan = 0
     out[1] = 0
-    # From the second scan on, a group's scan is incremental: ``isalive`` flags its
-    # alive rows and ``gcnt[g, l]`` counts those crossing link l (both filled by the
+    # From the second scan on, a group's scan is incremental: ``stamp`` marks its
+    # alive rows (DEAD when not alive; a filling stamps the rows it leaves inactive
+    # or freezes with its own epoch ``ep``, so no per-filling copy of the flags is
+    # made) and ``gcnt[g, l]`` counts those crossing link l (both filled by the
     # first scan, or from the link index when its memo says every row is free).  A
     # row leaves only when one of its links turns saturated, so only the rows of the
     # links saturated since the last scan (``newly``, found from ``pfree``) are
     # visited; the links a group marks are those with a count > 0: the same marks,
     # weights, queues and alive rows as scanning every alive row.  The fillings find
     # their active rows from the same counts (:func:`_waterfill_kept`).
-    isalive = np.zeros(P.shape[0], np.bool_)
+    stamp = np.full(P.shape[0], DEAD, np.int32)
+    ep = 0
     gcnt = np.zeros((G, nl), np.int64)
     # per group, its alive rows counted by first and by last link once gok[g] is set
     # (:func:`_waterfill_kept`); kept from then on as rows die
@@ -689,7 +720,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                             # every row alive: the kept counts are the link index's
                             lp = lptrs[g]
                             for i in range(lo, lo + n):
-                                isalive[i] = True
+                                stamp[i] = 0
                             for lk in range(nl):
                                 gcnt[g, lk] = lp[lk + 1] - lp[lk]
                         continue
@@ -707,7 +738,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                             mfree1[g, :] = free
                         continue
                     acnt[g] = _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive,
-                                         acnt[g], isalive, gcnt, gend, gok)
+                                         acnt[g], stamp, gcnt, gend, gok)
                     if acnt[g] > 0:
                         found = True
                         for lk in range(nl):
@@ -732,10 +763,11 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                         alive[lo + m] = i
                         m += 1
                         # the counts the incremental scans and fillings keep
-                        isalive[i] = True
+                        stamp[i] = 0
                         for k in range(W):
                             gcnt[g, P[i, k]] += 1
                 acnt[g] = m
+                lcnt[g] = m
                 if scan == 0 and m == n:
                     # every row free: the links marked are the group's links (those
                     # with a row in its link index)
@@ -794,9 +826,10 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                                 min1[g, lk] = share[lk]
                             for i in range(lo, hi):
                                 lvl[i] = 0.0
-                            st = _waterfill_kept(P, gptr, g, alive, acnt[g], isalive,
+                            ep += 1
+                            st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep,
                                                  gcnt, share, tol, lvl, lptrs, rows_all,
-                                                 gend, gok)
+                                                 gend, gok, lcnt)
                             if st < 0:
                                 return -1
                             if st > 0:
@@ -807,8 +840,10 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                         for i in range(lo, hi):
                             rate[i] += lvl[i]
                     else:
-                        st = _waterfill_kept(P, gptr, g, alive, acnt[g], isalive, gcnt,
-                                             share, tol, rate, lptrs, rows_all, gend, gok)
+                        ep += 1
+                        st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep, gcnt,
+                                             share, tol, rate, lptrs, rows_all, gend, gok,
+                                             lcnt)
                         if st < 0:
                             return -1
                         if st > 0:
@@ -837,6 +872,8 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
         return 0
     for g in range(G):
         if acnt[g] > 0:
+            if lcnt[g] != acnt[g]:
+                lcnt[g] = _compact_alive(alive, gptr[g], lcnt[g], stamp)
             if _waterfill_alive(P, gptr, g, alive, acnt[g], residual, tol, rate, lptrs,
                                 rows_all) < 0:
                 return -1
