@@ -166,6 +166,7 @@ def _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, 
     # changes again and cannot become saturated.  Looping over them alone does the
     # same operations on the links that change, so the results are bit for bit equal.
     ul = np.empty(nl, np.int64)
+    sat = np.empty(nl, np.int64)
     nu = 0
     for lk in range(nl - 1):
         if cnt[lk] > 0:
@@ -187,37 +188,51 @@ def _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, 
         if inc < 0.0:
             inc = 0.0
         level += inc
-        for u in range(nu):
-            lk = ul[u]
-            residual[lk] -= inc * cnt[lk]
+        # the links that saturate in this step, in ``ul`` order: found while their
+        # residuals are reduced and clamped (freezing rows changes only counts)
+        nsat = 0
         if first:  # numpy clamps every link once: negative inputs become 0
+            for u in range(nu):
+                lk = ul[u]
+                residual[lk] -= inc * cnt[lk]
             for lk in range(nl):
                 if residual[lk] < 0.0:
                     residual[lk] = 0.0
             first = False
+            for u in range(nu):
+                lk = ul[u]
+                s = residual[lk] <= tol[lk]
+                if s and not was_sat[lk]:
+                    sat[nsat] = lk
+                    nsat += 1
+                was_sat[lk] = s
         else:
             for u in range(nu):
                 lk = ul[u]
-                if residual[lk] < 0.0:
-                    residual[lk] = 0.0
+                r = residual[lk] - inc * cnt[lk]
+                if r < 0.0:
+                    r = 0.0
+                residual[lk] = r
+                s = r <= tol[lk]
+                if s and not was_sat[lk]:
+                    sat[nsat] = lk
+                    nsat += 1
+                was_sat[lk] = s
         froze = False
-        for u in range(nu):
-            lk = ul[u]
-            s = residual[lk] <= tol[lk]
-            if s and not was_sat[lk]:
-                for g in range(G):
-                    off = gptr[g]
-                    base = off * W
-                    for e in range(lptrs[g, lk], lptrs[g, lk + 1]):
-                        j = off + rows_all[base + e]
-                        if act[j] < ep:
-                            act[j] = ep
-                            n_act -= 1
-                            rate[lo + j] += level
-                            froze = True
-                            for k in range(W):
-                                cnt[P[lo + j, k]] -= 1.0
-            was_sat[lk] = s
+        for t in range(nsat):
+            lk = sat[t]
+            for g in range(G):
+                off = gptr[g]
+                base = off * W
+                for e in range(lptrs[g, lk], lptrs[g, lk + 1]):
+                    j = off + rows_all[base + e]
+                    if act[j] < ep:
+                        act[j] = ep
+                        n_act -= 1
+                        rate[lo + j] += level
+                        froze = True
+                        for k in range(W):
+                            cnt[P[lo + j, k]] -= 1.0
         cnt[nl - 1] = 0.0
         if froze:  # drop the links left without active flows
             nu = _keep_counted(ul, nu, cnt)
