@@ -3,7 +3,8 @@ stretch (issue 16).
 
 Replays trace coflows ``--coflows A:B`` (arrivals shifted so that A arrives at 0;
 the default 187:240 is the stretch where several coflows of 17,000-21,000 flows
-are live) under ``--scheduler`` (aalo or philae) on ``bigswitch:150`` for
+are live) under ``--scheduler`` (aalo or philae) on ``--topology`` (default
+``bigswitch:150``) for
 ``--events`` decision points, and keeps a copy of the inputs of every
 ``--every``-th call of :func:`rapier_app.scheduling.kernels.weighted_kernel`
 among the last ``--last`` ones.  Then it times the kernel on fresh copies of those
@@ -21,7 +22,14 @@ inputs (best of ``--reps``) and prints:
 Usage::
 
     PYTHONPATH=. python benchmarks/weighted_pass.py [--scheduler aalo]
-        [--coflows 187:240] [--events 3000] [--every 10] [--last 400]
+        [--topology bigswitch:150] [--coflows 187:240] [--events 3000] [--every 10]
+        [--last 400]
+
+The heaviest stretch of the whole hour (issue 16, tenth round: 120,000 live
+flows, 9 coflows, 13-20 rounds per pass under Philae)::
+
+    PYTHONPATH=. python benchmarks/weighted_pass.py --scheduler philae \
+        --coflows 0:526 --events 62000 --last 2000 --every 20
 
 Raises:
     SystemExit: a bad option value (named), or a missing trace file.
@@ -43,7 +51,7 @@ TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sh
 
 
 def capture(scheduler: str, first: int, stop: int, events: int, every: int,
-            last: int, trace: str) -> list:
+            last: int, trace: str, topology: str = "bigswitch:150") -> list:
     """The weighted kernel's inputs (copies) of the sampled calls, see module doc."""
     from _common import trace_slice
     from rapier_app.scheduling import kernels, make_scheduler
@@ -62,7 +70,7 @@ def capture(scheduler: str, first: int, stop: int, events: int, every: int,
                                for a in args))
         return orig(*args)
 
-    topo = build_topology("bigswitch:150")
+    topo = build_topology(topology)
     cfs = trace_slice(topo, trace, first, stop)
     kernels.weighted_kernel = spy
     try:
@@ -100,6 +108,8 @@ def time_calls(calls: list, reps: int) -> tuple:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scheduler", default="aalo", choices=["aalo", "philae"])
+    p.add_argument("--topology", default="bigswitch:150",
+                   help="fabric spec, e.g. bigswitch:150 or fattree:10")
     p.add_argument("--coflows", default="187:240", help="A:B, trace coflows A..B-1")
     p.add_argument("--events", type=int, default=3000)
     p.add_argument("--every", type=int, default=10)
@@ -115,13 +125,20 @@ def main(argv=None) -> int:
             raise SystemExit(f"--{name}: must be >= 1")
     if not os.path.exists(a.trace):
         raise SystemExit(f"--trace: no file {a.trace}")
-    calls = capture(a.scheduler, first, stop, a.events, a.every, a.last, a.trace)
+    try:
+        from topologies import build_topology
+        build_topology(a.topology)
+    except Exception as e:  # noqa: BLE001 - any refusal of the spec is the option's
+        raise SystemExit(f"--topology: {e}")
+    calls = capture(a.scheduler, first, stop, a.events, a.every, a.last, a.trace,
+                    a.topology)
     if not calls:
         raise SystemExit("no weighted pass was captured: raise --events or --last")
     time_calls(calls[:2], 1)  # compile / load the cached kernel first
     tot, fp = time_calls(calls, a.reps)
     print(json.dumps({
-        "scheduler": a.scheduler, "coflows": a.coflows, "calls": len(calls),
+        "scheduler": a.scheduler, "topology": a.topology, "coflows": a.coflows,
+        "calls": len(calls),
         "rows": round(float(np.mean([c[0].shape[0] for c in calls])), 1),
         "groups": round(float(np.mean([len(c[1]) - 1 for c in calls])), 2),
         "queues": round(float(np.mean([len(c[3]) for c in calls])), 2),
