@@ -138,7 +138,7 @@ def _waterfill_csr(P, lo, hi, residual, tol, rate, lptrs, rows_all,
         return 0
     cnt = np.zeros(nl)
     for j in range(n):
-        if act[j] < 1:
+        if act[j] == 0:  # active (stamp 0, epoch 1)
             for k in range(W):
                 cnt[P[lo + j, k]] += 1.0
     return _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs, rows_all, gptr, act, 1,
@@ -274,7 +274,7 @@ def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
     cnt = np.zeros(nl)
     for t in range(na):
         i = alive[lo + t]
-        if act[i - lo] < 1:
+        if act[i - lo] == 0:  # active (stamp 0, epoch 1)
             for k in range(W):
                 cnt[P[i, k]] += 1.0
     if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
@@ -556,18 +556,6 @@ def joint_kernel(P, gptr, residual, tol, rate, lptrs, rows_all):  # pragma: no c
     (bit/s, added to ``rate``) and residuals, bit for bit.  Returns 0, or -1 when
     an active flow crosses no link."""
     return _waterfill_csr(P, 0, P.shape[0], residual, tol, rate, lptrs, rows_all, gptr)
-
-
-@_jit
-def _same_bits(a, b):  # pragma: no cover - compiled
-    """Whether float64 vectors ``a`` and ``b`` are equal bit for bit (signed zeros
-    and NaNs included)."""
-    ai = a.view(np.int64)
-    bi = b.view(np.int64)
-    for k in range(ai.shape[0]):
-        if ai[k] != bi[k]:
-            return False
-    return True
 
 
 @_jit
