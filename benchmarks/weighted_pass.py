@@ -13,8 +13,7 @@ inputs (best of ``--reps``) and prints:
 * ``calls``, and per call the mean ``rows`` (live flows), ``groups`` (coflows)
   and ``queues``;
 * ``us_per_call``: the kernel's CPU time per call in microseconds (process CPU
-  time, best of ``--reps``), and ``wall_us_per_call`` its wall time (the figure
-  with ``--threads`` > 1: the queues side by side on that many threads);
+  time, best of ``--reps``);
 * ``fingerprint``: the first 16 hex digits of the sha256 of every call's output
   rates, residuals and round counts.  Each call is timed with the memo records
   (:func:`~rapier_app.scheduling.kernels.weighted_kernel`) it had in the replay.  Equal fingerprints on two code versions
@@ -24,7 +23,7 @@ Usage::
 
     PYTHONPATH=. python benchmarks/weighted_pass.py [--scheduler aalo]
         [--topology bigswitch:150] [--coflows 187:240] [--events 3000] [--every 10]
-        [--last 400] [--threads 1]
+        [--last 400]
 
 The heaviest stretch of the whole hour (issue 16, tenth round: 120,000 live
 flows, 9 coflows, 13-20 rounds per pass under Philae)::
@@ -83,32 +82,27 @@ def capture(scheduler: str, first: int, stop: int, events: int, every: int,
     return calls
 
 
-def time_calls(calls: list, reps: int, par: bool = False) -> tuple:
-    """(best total CPU seconds over ``reps``, best total wall seconds, fingerprint)
-    of the kernel on the calls (process CPU time: steadier than wall time on a
-    shared machine; with ``par``, the queues side by side, the wall time is the
-    figure).  ``par`` replaces each call's last argument (``weighted_kernel``'s
-    ``par``)."""
+def time_calls(calls: list, reps: int) -> tuple:
+    """(best total CPU seconds over ``reps``, fingerprint) of the kernel on the calls
+    (process CPU time: steadier than wall time on a shared machine)."""
     from rapier_app.scheduling import kernels
 
-    best, best_wall, digest = float("inf"), float("inf"), None
+    best, digest = float("inf"), None
     for _ in range(reps):
         h = hashlib.sha256()
-        tot = wall = 0.0
+        tot = 0.0
         for c in calls:
             a = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in c]
-            a[-1] = par
-            t, w = time.process_time(), time.perf_counter()
+            t = time.process_time()
             kernels.weighted_kernel(*a)
             tot += time.process_time() - t
-            wall += time.perf_counter() - w
             # residual, rate, and out's rounds run and cap flag (its memo counters
             # do not exist before the memo)
             for x in (a[4], a[6], a[8][:2]):
                 h.update(x.tobytes())
-        best, best_wall = min(best, tot), min(best_wall, wall)
+        best = min(best, tot)
         digest = h.hexdigest()[:16]
-    return best, best_wall, digest
+    return best, digest
 
 
 def main(argv=None) -> int:
@@ -122,14 +116,11 @@ def main(argv=None) -> int:
     p.add_argument("--last", type=int, default=400)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--trace", default=TRACE)
-    p.add_argument("--threads", type=int, default=1,
-                   help="1: queues one after another; more: side by side on that many "
-                        "of numba's threads (RAPIER_THREADS)")
     a = p.parse_args(argv)
     from _common import parse_slice
 
     first, stop = parse_slice(a.coflows)
-    for name in ("events", "every", "last", "reps", "threads"):
+    for name in ("events", "every", "last", "reps"):
         if getattr(a, name) < 1:
             raise SystemExit(f"--{name}: must be >= 1")
     if not os.path.exists(a.trace):
@@ -139,27 +130,19 @@ def main(argv=None) -> int:
         build_topology(a.topology)
     except Exception as e:  # noqa: BLE001 - any refusal of the spec is the option's
         raise SystemExit(f"--topology: {e}")
-    import numba
-    if a.threads > numba.config.NUMBA_NUM_THREADS:
-        raise SystemExit(f"--threads: at most {numba.config.NUMBA_NUM_THREADS} here "
-                         f"(NUMBA_NUM_THREADS)")
     calls = capture(a.scheduler, first, stop, a.events, a.every, a.last, a.trace,
                     a.topology)
     if not calls:
         raise SystemExit("no weighted pass was captured: raise --events or --last")
-    par = a.threads > 1
-    if par:
-        numba.set_num_threads(a.threads)
-    time_calls(calls[:2], 1, par)  # compile / load the cached kernel first
-    tot, wall, fp = time_calls(calls, a.reps, par)
+    time_calls(calls[:2], 1)  # compile / load the cached kernel first
+    tot, fp = time_calls(calls, a.reps)
     print(json.dumps({
         "scheduler": a.scheduler, "topology": a.topology, "coflows": a.coflows,
         "calls": len(calls),
         "rows": round(float(np.mean([c[0].shape[0] for c in calls])), 1),
         "groups": round(float(np.mean([len(c[1]) - 1 for c in calls])), 2),
         "queues": round(float(np.mean([len(c[3]) for c in calls])), 2),
-        "threads": a.threads, "us_per_call": round(1e6 * tot / len(calls), 1),
-        "wall_us_per_call": round(1e6 * wall / len(calls), 1), "fingerprint": fp}))
+        "us_per_call": round(1e6 * tot / len(calls), 1), "fingerprint": fp}))
     return 0
 
 

@@ -384,15 +384,13 @@ def test_kept_link_indexes_are_the_rebuilt_ones(name, monkeypatch):
     assert len(res.coflows) == 25 and stats["calls"] > 50 and stats["carried"] > 0
 
 
-@pytest.mark.parametrize("par", [False, True])
 @pytest.mark.parametrize("name,topology", [("aalo", "bigswitch:12"), ("philae", "bigswitch:12"),
                                            ("aalo", "fattree:4"), ("philae", "fattree:4")])
-def test_weighted_pass_memo_gives_the_full_computation(name, topology, par, monkeypatch):
+def test_weighted_pass_memo_gives_the_full_computation(name, topology, monkeypatch):
     # the compiled weighted pass reuses a coflow's round-1 scan and filling from the
     # last pass over the same rows: at every pass of a whole run, the rates, the
     # residual and the round count must be those of the numpy method on the same
-    # inputs, bit for bit, and some rows must have been served from the memo; with
-    # ``par`` every pass of two queues or more runs them side by side
+    # inputs, bit for bit, and some rows must have been served from the memo
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
     from rapier_app.scheduling.seedbase import _SeedScheduler
@@ -401,17 +399,7 @@ def test_weighted_pass_memo_gives_the_full_computation(name, topology, par, monk
 
     topo = build_topology(topology)
     orig = _SeedScheduler.weighted_pass
-    stats = {"passes": 0, "par": 0}
-    if par:
-        monkeypatch.setattr(kernels, "PAR_MIN_ROWS", 0)
-        monkeypatch.setattr(kernels, "THREADS", 2)
-        real_kernel = kernels.weighted_kernel
-
-        def counted(*args):
-            stats["par"] += bool(args[-1])
-            return real_kernel(*args)
-
-        monkeypatch.setattr(kernels, "weighted_kernel", counted)
+    stats = {"passes": 0}
 
     def checked(self, queues, residual, rates, rounds=None):
         r2, rates2 = residual.copy(), {k: v.copy() for k, v in rates.items()}
@@ -432,58 +420,6 @@ def test_weighted_pass_memo_gives_the_full_computation(name, topology, par, monk
     res = simulate(topo, cfs, s)
     assert len(res.coflows) == 30 and stats["passes"] > 50
     assert s.memo_rows[0] > 0 and s.memo_rows[1] > 0
-    assert (stats["par"] > 20) == par
-
-
-def _weighted_inputs(rng, L, W, nq):
-    """The arguments of :func:`kernels.weighted_kernel` for a random pass: ``nq``
-    queues of 1-4 groups of 1-60 random rows over ``L`` links, random residuals
-    (some saturated), empty memo records."""
-    G = int(rng.integers(nq, 4 * nq + 1))
-    cuts = np.sort(rng.choice(np.arange(1, G), size=nq - 1, replace=False)) if nq > 1 else []
-    qptr = np.array([0, *cuts, G], dtype=np.int64)
-    sizes = rng.integers(1, 61, size=G)
-    gptr = np.zeros(G + 1, dtype=np.int64)
-    gptr[1:] = np.cumsum(sizes)
-    P = np.concatenate([_random_rows(rng, int(n), W, L) for n in sizes])
-    lp, rw = [], []
-    for g in range(G):
-        a, b = kernels._csr(P, gptr[g], gptr[g + 1], L + 1)
-        lp.append(a)
-        rw.append(b)
-    lptrs, rows_all = np.stack(lp), np.concatenate(rw)
-    wts = 10.0 ** rng.integers(0, 4, size=nq).astype(float)
-    res = np.full(L + 1, np.inf)
-    res[:L] = 1e9 * rng.choice([1.0, 0.5, 1e-12, 0.0], size=L, p=[.6, .2, .1, .1])
-    tol = np.full(L + 1, 0.0)
-    tol[:L] = 1e-3
-    n = P.shape[0]
-    memo = (np.zeros(G, np.int64), np.zeros((G, L + 1), np.bool_),
-            np.zeros((G, L + 1), np.bool_), np.zeros((G, L + 1)), np.zeros((G, L + 1)),
-            np.zeros((G, L + 1), np.bool_), np.zeros(n))
-    return [P, gptr, qptr, wts, res, tol, np.zeros(n), 200, np.zeros(4, np.int64), lptrs,
-            rows_all, *memo]
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_weighted_pass_queues_side_by_side_equal_one_after_another(seed):
-    # the queues of each scan and round on numba's threads: every output (rates,
-    # residual, round counts, memo records) the same bit for bit as one by one,
-    # on a first pass and on a second pass that reads the first one's records
-    rng = np.random.default_rng(100 + seed)
-    args = _weighted_inputs(rng, 24, 3, int(rng.integers(2, 5)))
-    runs = []
-    for par in (False, True):
-        a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-        outs = []
-        for _ in range(2):
-            a[6][:] = 0.0
-            a[4][:] = args[4]
-            assert kernels.weighted_kernel(*a, par) == 0
-            outs.append([x.tobytes() for x in a if isinstance(x, np.ndarray)])
-        runs.append(outs)
-    assert runs[0] == runs[1]
-    assert runs[0][0][6] != np.zeros(args[0].shape[0]).tobytes()  # some rate > 0
 
 
 def _random_rows(rng, n, W, L):
@@ -1074,35 +1010,3 @@ def test_end_counts_and_the_blocked_ends_test():
     mixed = free.copy()
     mixed[0] = mixed[2] = 0.0  # every row blocked, but no whole side: not seen
     assert not kernels._ends_blocked(gend, 0, mixed, tol)
-
-
-def test_weighted_pass_threads_setting(monkeypatch):
-    # RAPIER_THREADS and set_threads take "auto" or a whole number >= 1, and name
-    # what was wrong; the queues run side by side only for passes of two queues or
-    # more and at least PAR_MIN_ROWS rows, with more than one thread
-    assert kernels._threads("auto") >= 1 and kernels._threads("3") == 3
-    for bad in ("0", "-2", "two", "1.5", ""):
-        with pytest.raises(ValueError, match="RAPIER_THREADS"):
-            kernels._threads(bad)
-    monkeypatch.setattr(kernels, "THREADS", 2)
-    for bad in (0, -1, True, 1.5, "2"):
-        with pytest.raises(ValueError, match="threads"):
-            kernels.set_threads(bad)
-    assert kernels.THREADS == 2
-    assert kernels.set_threads(1) == 2 and kernels.THREADS == 1
-    assert not kernels.parallel_queues(3, 10 ** 6)
-    kernels.set_threads(2)
-    many = kernels.PAR_MIN_ROWS
-    assert not kernels.parallel_queues(1, 10 * many)
-    assert not kernels.parallel_queues(3, many - 1)
-    import numba
-    assert kernels.parallel_queues(3, many) == (numba.config.NUMBA_NUM_THREADS >= 2)
-
-
-def test_pool_workers_run_the_weighted_pass_on_one_thread(monkeypatch):
-    # a sweep's process pool already runs one point per core
-    from rapier_app.experiments import parallel
-    monkeypatch.setattr(kernels, "THREADS", 2)
-    seen = []
-    monkeypatch.setattr(parallel, "timed_task", lambda t: seen.append(kernels.THREADS) or t)
-    assert parallel.pool_task("point") == "point" and seen == [1]

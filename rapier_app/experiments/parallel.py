@@ -45,16 +45,6 @@ def timed_task(task: Task) -> Tuple[List[dict], float, float]:
     return rows, time.process_time() - c0, time.perf_counter() - t0
 
 
-def pool_task(task: Task) -> Tuple[List[dict], float, float]:
-    """:func:`timed_task` in a worker of a process pool or Dask cluster: the
-    compiled weighted pass is first held to one thread
-    (:func:`rapier_app.scheduling.kernels.set_threads`), since the pool already
-    runs one point per core; the rows are the same either way."""
-    from ..scheduling import kernels
-    kernels.set_threads(1)
-    return timed_task(task)
-
-
 def _row_line(r: dict) -> str:
     return (f"{r['experiment']} {r['fabric']} x={r['x']:g} seed={r['seed']} {r['scheme']}: "
             f"avg CCT {r['avg_cct_s']:.4f} s (bound {r['lower_bound_s']:.4f} s, "
@@ -165,7 +155,7 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
             # already loaded (about 3 s of imports per worker otherwise)
             ctx.set_forkserver_preload([__name__])
             with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
-                futs = {ex.submit(pool_task, t): t for t in largest_first(tasks)}
+                futs = {ex.submit(timed_task, t): t for t in largest_first(tasks)}
                 try:
                     for f in as_completed(futs):
                         done(futs[f], _result(f, futs[f]))
@@ -211,7 +201,7 @@ def _run_dask(tasks: Sequence[Task], dask, done, bar) -> None:
     from distributed import as_completed as dask_completed
     client, owned = _dask_client(dask)
     try:
-        futs = {client.submit(pool_task, t, pure=False, priority=t.flows(),
+        futs = {client.submit(timed_task, t, pure=False, priority=t.flows(),
                               key=f"rapier-point-{t.experiment}-{t.fabric}-{t.x:g}-{t.seed}-"
                                   f"{i}"): t
                 for i, t in enumerate(largest_first(tasks))}

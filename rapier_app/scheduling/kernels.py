@@ -44,71 +44,6 @@ def _enabled(value: str) -> bool:
 ENABLED = _enabled(os.environ.get("RAPIER_KERNELS", "numba"))
 
 
-def _threads(value: str) -> int:
-    """Threads the weighted pass may use, from ``RAPIER_THREADS``: ``auto`` (the
-    default: the CPUs this process may run on) or a whole number >= 1.
-
-    Raises:
-        ValueError: anything else (the message names ``RAPIER_THREADS``).
-    """
-    if value == "auto":
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(f"RAPIER_THREADS: must be 'auto' or a whole number >= 1, got {value!r}")
-    return n
-
-
-#: Threads :func:`weighted_kernel` runs its queues on (:func:`set_threads`); 1: one
-#: queue after another.  The results are the same bit for bit either way.
-THREADS = _threads(os.environ.get("RAPIER_THREADS", "auto"))
-
-#: The smallest weighted pass (rows) whose queues run side by side when
-#: :data:`THREADS` > 1: below it, starting the threads costs more than they save
-#: (``benchmarks/weighted_pass.py --threads``).
-PAR_MIN_ROWS = 20000
-
-_numba_threads = [0]  # the thread count last given to numba (0: not yet)
-
-
-def set_threads(n: int) -> int:
-    """Let :func:`weighted_kernel` run its queues on up to ``n`` threads (1: one
-    after another; the results are the same bit for bit).  The process pools of
-    :mod:`rapier_app.experiments.parallel` set 1 in every worker, so a sweep of N
-    workers on N cores is not oversubscribed.  Returns the previous value.
-
-    Raises:
-        ValueError: ``n`` not a whole number >= 1.
-    """
-    global THREADS
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"threads: must be a whole number >= 1, got {n!r}")
-    prev, THREADS = THREADS, int(n)
-    return prev
-
-
-def parallel_queues(n_queues: int, n_rows: int) -> bool:
-    """Whether a weighted pass of ``n_queues`` queues over ``n_rows`` rows runs its
-    queues side by side: :data:`THREADS` > 1, numba present, at least two queues
-    and :data:`PAR_MIN_ROWS` rows.  Sets numba's thread count to :data:`THREADS`
-    (at most numba's ``NUMBA_NUM_THREADS``) when it says yes."""
-    if THREADS < 2 or numba is None or n_queues < 2 or n_rows < PAR_MIN_ROWS:
-        return False
-    want = min(THREADS, numba.config.NUMBA_NUM_THREADS)
-    if want < 2:
-        return False
-    if _numba_threads[0] != want:
-        numba.set_num_threads(want)
-        _numba_threads[0] = want
-    return True
-
-
 def _jit(fn):
     """``numba.njit(cache=True)`` when numba is importable, else ``fn`` unchanged."""
     if numba is None:  # pragma: no cover
@@ -653,234 +588,9 @@ M_FREE0, M_SCAN0, M_FILL1, M_SCAN1, M_RAN1 = 1, 2, 4, 8, 16
 
 
 @_jit
-def _scan_group(g, scan, P, gptr, lptrs, rows_all, free, newly, nnew, mark, alive, acnt,
-                lcnt, stamp, gcnt, gend, gok, mflag, mfree0, mmark0, mfree1, hit0,
-                nflag):  # pragma: no cover - compiled
-    """One scan of group ``g`` in :func:`weighted_kernel`: drops its rows blocked by
-    a saturated link, sets ``mark`` (bool per link, cleared first) to the links its
-    free rows cross, and returns whether it has one.  Touches only its own group's
-    state and its own ``mark``, so the groups' scans may run side by side
-    (:func:`_scan_groups_par`)."""
-    nl = free.shape[0]
-    W = P.shape[1]
-    for lk in range(nl):
-        mark[lk] = False
-    lo = gptr[g]
-    n = gptr[g + 1] - lo
-    if scan == 0:
-        h = (mflag[g] & M_FREE0) != 0 and _same_flags(mfree0[g], free)
-        hit0[g] = h
-        nflag[g] = M_FREE0
-        if not h:
-            mfree0[g, :] = free
-        if h and (mflag[g] & M_SCAN0) != 0:
-            nflag[g] |= M_SCAN0
-            if n == 0:
-                return False
-            for lk in range(nl):
-                if mmark0[g, lk]:
-                    mark[lk] = True
-            # every row alive: the kept counts are the link index's
-            lp = lptrs[g]
-            for i in range(lo, lo + n):
-                stamp[i] = 0
-            for lk in range(nl):
-                gcnt[g, lk] = lp[lk + 1] - lp[lk]
-            return True
-    elif scan == 1 and hit0[g] and (mflag[g] & M_SCAN1) != 0 and \
-            _same_flags(mfree1[g], free):
-        nflag[g] |= M_SCAN1
-        acnt[g] = 0
-        return False
-    else:
-        # incremental: only the rows on the links saturated since the
-        # last scan can have left (free links only become saturated)
-        if acnt[g] == 0:
-            if scan == 1:  # the record: no row free after round 1
-                nflag[g] |= M_SCAN1
-                mfree1[g, :] = free
-            return False
-        acnt[g] = _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive,
-                             acnt[g], stamp, gcnt, gend, gok)
-        if acnt[g] > 0:
-            for lk in range(nl):
-                if gcnt[g, lk] > 0:
-                    mark[lk] = True
-            return True
-        if scan == 1:
-            nflag[g] |= M_SCAN1
-            mfree1[g, :] = free
-        return False
-    found = False
-    m = 0
-    for t in range(acnt[g]):
-        i = alive[lo + t]
-        ok = True
-        for k in range(W):
-            if not free[P[i, k]]:
-                ok = False
-                break
-        if ok:
-            found = True
-            for k in range(W):
-                mark[P[i, k]] = True
-            alive[lo + m] = i
-            m += 1
-            # the counts the incremental scans and fillings keep
-            stamp[i] = 0
-            for k in range(W):
-                gcnt[g, P[i, k]] += 1
-    acnt[g] = m
-    lcnt[g] = m
-    if scan == 0 and m == n:
-        # every row free: the links marked are the group's links (those
-        # with a row in its link index)
-        nflag[g] |= M_SCAN0
-        lp = lptrs[g]
-        for lk in range(nl):
-            mmark0[g, lk] = lp[lk + 1] > lp[lk]
-    return found
-
-
-@_jit
-def _fill_queue(q, done, P, gptr, qptr, lptrs, rows_all, base, Wl, w, share, start,
-                tol, rate, lvl, alive, acnt, lcnt, stamp, qep, gcnt, gend, gok, mflag,
-                hit0, nflag, min1, mout1, cnt):  # pragma: no cover - compiled
-    """Round ``done`` of queue ``q`` in :func:`weighted_kernel`: its share of the
-    free capacity ``base`` (bit/s per link, weight ``w`` of the link's total
-    ``Wl``) is written to ``share`` and ``start``; its groups are filled in
-    service order within ``share`` (reduced in place).  Its fillings' epochs are
-    the queue's own (``qep[q]``: a row is stamped only by its own queue's
-    fillings), and ``cnt`` adds the rows whose round-1 filling was reused /
-    computed.  Touches only its own groups' state, rows and share, so the queues
-    may run side by side (:func:`_fill_queues_par`).  Returns -1 when a flow
-    crosses no link, 1 when a row was active in a round after the first, else 0."""
-    nl = base.shape[0]
-    L = nl - 1
-    moved = 0
-    for lk in range(L):
-        share[lk] = base[lk] * (w / Wl[lk]) if Wl[lk] > 0 else 0.0
-    share[L] = np.inf
-    for lk in range(nl):
-        start[lk] = share[lk]
-    for g in range(qptr[q], qptr[q + 1]):
-        if acnt[g] > 0:
-            if done == 1:
-                lo = gptr[g]
-                hi = gptr[g + 1]
-                if hit0[g] and (mflag[g] & M_FILL1) != 0 and \
-                        _same_on(min1[g], share, lptrs[g]):
-                    lp = lptrs[g]
-                    ran = (mflag[g] & M_RAN1) != 0
-                    for lk in range(nl):
-                        if lp[lk + 1] > lp[lk]:
-                            share[lk] = mout1[g, lk]
-                        elif ran and share[lk] < 0.0:
-                            share[lk] = 0.0
-                    if ran:
-                        nflag[g] |= M_RAN1
-                    cnt[0] += acnt[g]
-                else:
-                    cnt[1] += acnt[g]
-                    for lk in range(nl):
-                        min1[g, lk] = share[lk]
-                    for i in range(lo, hi):
-                        lvl[i] = 0.0
-                    qep[q] += 1
-                    st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, qep[q],
-                                         gcnt, share, tol, lvl, lptrs, rows_all,
-                                         gend, gok, lcnt)
-                    if st < 0:
-                        return -1
-                    if st > 0:
-                        nflag[g] |= M_RAN1
-                    for lk in range(nl):
-                        mout1[g, lk] = share[lk]
-                nflag[g] |= M_FILL1
-                for i in range(lo, hi):
-                    rate[i] += lvl[i]
-            else:
-                qep[q] += 1
-                st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, qep[q], gcnt,
-                                     share, tol, rate, lptrs, rows_all, gend, gok, lcnt)
-                if st < 0:
-                    return -1
-                if st > 0:
-                    moved = 1
-    return moved
-
-
-def _scan_groups(scan, P, gptr, lptrs, rows_all, free, newly, nnew, gmark, gfound, alive,
-                 acnt, lcnt, stamp, gcnt, gend, gok, mflag, mfree0, mmark0, mfree1, hit0,
-                 nflag):  # pragma: no cover - compiled
-    """:func:`_scan_group` of every group, one after another (``gmark[g]`` and
-    ``gfound[g]`` per group)."""
-    for g in range(gfound.shape[0]):
-        gfound[g] = _scan_group(g, scan, P, gptr, lptrs, rows_all, free, newly, nnew,
-                                gmark[g], alive, acnt, lcnt, stamp, gcnt, gend, gok,
-                                mflag, mfree0, mmark0, mfree1, hit0, nflag)
-
-
-def _scan_groups_par(scan, P, gptr, lptrs, rows_all, free, newly, nnew, gmark, gfound,
-                     alive, acnt, lcnt, stamp, gcnt, gend, gok, mflag, mfree0, mmark0,
-                     mfree1, hit0, nflag):  # pragma: no cover - compiled
-    """:func:`_scan_groups` with the groups side by side on numba's threads
-    (``numba.prange``): each touches only its own state, so the results are the
-    same bit for bit."""
-    for g in numba.prange(gfound.shape[0]):
-        gfound[g] = _scan_group(g, scan, P, gptr, lptrs, rows_all, free, newly, nnew,
-                                gmark[g], alive, acnt, lcnt, stamp, gcnt, gend, gok,
-                                mflag, mfree0, mmark0, mfree1, hit0, nflag)
-
-
-def _fill_queues(present, done, P, gptr, qptr, lptrs, rows_all, base, Wl, wts, shares,
-                 starts, tol, rate, lvl, alive, acnt, lcnt, stamp, qep, gcnt, gend, gok,
-                 mflag, hit0, nflag, min1, mout1, cnts,
-                 status):  # pragma: no cover - compiled
-    """:func:`_fill_queue` of every present queue, one after another (``shares[q]``,
-    ``starts[q]``, ``cnts[q]`` and ``status[q]`` per queue)."""
-    for q in range(present.shape[0]):
-        if present[q]:
-            status[q] = _fill_queue(q, done, P, gptr, qptr, lptrs, rows_all, base, Wl,
-                                    wts[q], shares[q], starts[q], tol, rate, lvl, alive,
-                                    acnt, lcnt, stamp, qep, gcnt, gend, gok, mflag, hit0,
-                                    nflag, min1, mout1, cnts[q])
-
-
-def _fill_queues_par(present, done, P, gptr, qptr, lptrs, rows_all, base, Wl, wts,
-                     shares, starts, tol, rate, lvl, alive, acnt, lcnt, stamp, qep, gcnt,
-                     gend, gok, mflag, hit0, nflag, min1, mout1, cnts,
-                     status):  # pragma: no cover - compiled
-    """:func:`_fill_queues` with the queues side by side on numba's threads
-    (``numba.prange``): each touches only its own groups, rows and share, so the
-    results are the same bit for bit."""
-    for q in numba.prange(present.shape[0]):
-        if present[q]:
-            status[q] = _fill_queue(q, done, P, gptr, qptr, lptrs, rows_all, base, Wl,
-                                    wts[q], shares[q], starts[q], tol, rate, lvl, alive,
-                                    acnt, lcnt, stamp, qep, gcnt, gend, gok, mflag, hit0,
-                                    nflag, min1, mout1, cnts[q])
-
-
-def _jit_par(fn):
-    """``numba.njit(cache=True, nogil=True, parallel=True)`` when numba is
-    importable, else ``fn`` unchanged (then ``numba.prange`` is not reached:
-    :func:`parallel_queues` says no without numba)."""
-    if numba is None:  # pragma: no cover
-        return fn
-    return numba.njit(cache=True, nogil=True, parallel=True)(fn)
-
-
-_scan_groups = _jit(_scan_groups)
-_fill_queues = _jit(_fill_queues)
-_scan_groups_par = _jit_par(_scan_groups_par)
-_fill_queues_par = _jit_par(_fill_queues_par)
-
-
-@_jit
 def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                     rows_all, mflag, mfree0, mmark0, min1, mout1, mfree1,
-                    lvl, par=False):  # pragma: no cover
+                    lvl):  # pragma: no cover
     """Aalo Pseudocode 1's weighted sharing across queues on a network of links:
     :meth:`.seedbase._SeedScheduler.weighted_pass` with every flow eligible, compiled.
 
@@ -905,9 +615,6 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
             groups x links arrays, bool or float64; ``lvl`` per row, float64) what
             the last pass over the *same rows* recorded, read and then overwritten
             with this pass's record (``mflag`` 0: nothing recorded).  See below.
-        par: run the groups of each scan (:func:`_scan_groups_par`) and the queues
-            of each round (:func:`_fill_queues_par`) side by side on numba's
-            threads; the same results bit for bit (:func:`parallel_queues` decides).
 
     Returns:
         0, or -1 when a flow crosses no link.
@@ -929,10 +636,14 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     """
     nl = residual.shape[0]
     L = nl - 1
+    W = P.shape[1]
     Q = wts.shape[0]
     Wl = np.empty(nl)
     free = np.empty(nl, np.bool_)
+    mark = np.empty(nl, np.bool_)
     present = np.empty(Q, np.bool_)
+    share = np.empty(nl)
+    start = np.empty(nl)
     used = np.empty(nl)
     base = np.empty(nl)
     G = gptr.shape[0] - 1
@@ -958,7 +669,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     out[1] = 0
     # From the second scan on, a group's scan is incremental: ``stamp`` marks its
     # alive rows (DEAD when not alive; a filling stamps the rows it leaves inactive
-    # or freezes with its queue's epoch, so no per-filling copy of the flags is
+    # or freezes with its own epoch ``ep``, so no per-filling copy of the flags is
     # made) and ``gcnt[g, l]`` counts those crossing link l (both filled by the
     # first scan, or from the link index when its memo says every row is free).  A
     # row leaves only when one of its links turns saturated, so only the rows of the
@@ -967,7 +678,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     # weights, queues and alive rows as scanning every alive row.  The fillings find
     # their active rows from the same counts (:func:`_waterfill_kept`).
     stamp = np.full(P.shape[0], DEAD, np.int32)
-    qep = np.zeros(Q, np.int64)  # per queue, the epoch of its last filling
+    ep = 0
     gcnt = np.zeros((G, nl), np.int64)
     # per group, its alive rows counted by first and by last link once gok[g] is set
     # (:func:`_waterfill_kept`); kept from then on as rows die
@@ -976,13 +687,6 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     pfree = np.empty(nl, np.bool_)
     newly = np.empty(nl, np.int64)
     nnew = 0
-    mark = np.empty(nl, np.bool_)
-    gmark = np.empty((G, nl), np.bool_)
-    gfound = np.zeros(G, np.bool_)
-    shares = np.empty((Q, nl))
-    starts = np.empty((Q, nl))
-    status = np.zeros(Q, np.int64)
-    cnts = np.zeros((Q, 2), np.int64)
     while True:
         for lk in range(nl):
             Wl[lk] = 0.0
@@ -995,34 +699,93 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                     nnew += 1
         for lk in range(nl):
             pfree[lk] = free[lk]
-        if par:
-            _scan_groups_par(scan, P, gptr, lptrs, rows_all, free, newly, nnew, gmark,
-                             gfound, alive, acnt, lcnt, stamp, gcnt, gend, gok, mflag,
-                             mfree0, mmark0, mfree1, hit0, nflag)
-        else:
-            _scan_groups(scan, P, gptr, lptrs, rows_all, free, newly, nnew, gmark,
-                         gfound, alive, acnt, lcnt, stamp, gcnt, gend, gok, mflag,
-                         mfree0, mmark0, mfree1, hit0, nflag)
-        # a queue marks the links its groups mark; the weights are added in queue
-        # order, whichever way the scans ran
         anyp = False
         for q in range(Q):
             for lk in range(nl):
                 mark[lk] = False
             found = False
             for g in range(qptr[q], qptr[q + 1]):
-                if gfound[g]:
-                    found = True
+                lo = gptr[g]
+                n = gptr[g + 1] - lo
+                if scan == 0:
+                    h = (mflag[g] & M_FREE0) != 0 and _same_flags(mfree0[g], free)
+                    hit0[g] = h
+                    nflag[g] = M_FREE0
+                    if not h:
+                        mfree0[g, :] = free
+                    if h and (mflag[g] & M_SCAN0) != 0:
+                        nflag[g] |= M_SCAN0
+                        if n > 0:
+                            found = True
+                            for lk in range(nl):
+                                if mmark0[g, lk]:
+                                    mark[lk] = True
+                            # every row alive: the kept counts are the link index's
+                            lp = lptrs[g]
+                            for i in range(lo, lo + n):
+                                stamp[i] = 0
+                            for lk in range(nl):
+                                gcnt[g, lk] = lp[lk + 1] - lp[lk]
+                        continue
+                elif scan == 1 and hit0[g] and (mflag[g] & M_SCAN1) != 0 and \
+                        _same_flags(mfree1[g], free):
+                    nflag[g] |= M_SCAN1
+                    acnt[g] = 0
+                    continue
+                else:
+                    # incremental: only the rows on the links saturated since the
+                    # last scan can have left (free links only become saturated)
+                    if acnt[g] == 0:
+                        if scan == 1:  # the record: no row free after round 1
+                            nflag[g] |= M_SCAN1
+                            mfree1[g, :] = free
+                        continue
+                    acnt[g] = _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive,
+                                         acnt[g], stamp, gcnt, gend, gok)
+                    if acnt[g] > 0:
+                        found = True
+                        for lk in range(nl):
+                            if gcnt[g, lk] > 0:
+                                mark[lk] = True
+                    elif scan == 1:
+                        nflag[g] |= M_SCAN1
+                        mfree1[g, :] = free
+                    continue
+                m = 0
+                for t in range(acnt[g]):
+                    i = alive[lo + t]
+                    ok = True
+                    for k in range(W):
+                        if not free[P[i, k]]:
+                            ok = False
+                            break
+                    if ok:
+                        found = True
+                        for k in range(W):
+                            mark[P[i, k]] = True
+                        alive[lo + m] = i
+                        m += 1
+                        # the counts the incremental scans and fillings keep
+                        stamp[i] = 0
+                        for k in range(W):
+                            gcnt[g, P[i, k]] += 1
+                acnt[g] = m
+                lcnt[g] = m
+                if scan == 0 and m == n:
+                    # every row free: the links marked are the group's links (those
+                    # with a row in its link index)
+                    nflag[g] |= M_SCAN0
+                    lp = lptrs[g]
                     for lk in range(nl):
-                        if gmark[g, lk]:
-                            mark[lk] = True
+                        mmark0[g, lk] = lp[lk + 1] > lp[lk]
             if found:
                 mark[L] = False
                 for lk in range(nl):
                     if mark[lk]:
                         Wl[lk] += wts[q]
-                anyp = True
             present[q] = found
+            if found:
+                anyp = True
         scan += 1
         if not anyp:
             break
@@ -1034,26 +797,62 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
         for lk in range(nl):
             used[lk] = 0.0
             base[lk] = residual[lk]
-        # each queue fills its own groups within its own share of ``base``
-        if par:
-            _fill_queues_par(present, done, P, gptr, qptr, lptrs, rows_all, base, Wl,
-                             wts, shares, starts, tol, rate, lvl, alive, acnt, lcnt, stamp,
-                             qep, gcnt, gend, gok, mflag, hit0, nflag, min1, mout1, cnts,
-                             status)
-        else:
-            _fill_queues(present, done, P, gptr, qptr, lptrs, rows_all, base, Wl, wts,
-                         shares, starts, tol, rate, lvl, alive, acnt, lcnt, stamp, qep,
-                         gcnt, gend, gok, mflag, hit0, nflag, min1, mout1, cnts, status)
-        # what they used is summed in queue order
         for q in range(Q):
             if not present[q]:
                 continue
-            if status[q] < 0:
-                return -1
-            if status[q] > 0:
-                moved = True
+            w = wts[q]
             for lk in range(L):
-                used[lk] += starts[q, lk] - shares[q, lk]
+                share[lk] = base[lk] * (w / Wl[lk]) if Wl[lk] > 0 else 0.0
+            share[L] = np.inf
+            for lk in range(nl):
+                start[lk] = share[lk]
+            for g in range(qptr[q], qptr[q + 1]):
+                if acnt[g] > 0:
+                    if done == 1:
+                        lo = gptr[g]
+                        hi = gptr[g + 1]
+                        if hit0[g] and (mflag[g] & M_FILL1) != 0 and \
+                                _same_on(min1[g], share, lptrs[g]):
+                            lp = lptrs[g]
+                            ran = (mflag[g] & M_RAN1) != 0
+                            for lk in range(nl):
+                                if lp[lk + 1] > lp[lk]:
+                                    share[lk] = mout1[g, lk]
+                                elif ran and share[lk] < 0.0:
+                                    share[lk] = 0.0
+                            if ran:
+                                nflag[g] |= M_RAN1
+                            out[2] += acnt[g]
+                        else:
+                            out[3] += acnt[g]
+                            for lk in range(nl):
+                                min1[g, lk] = share[lk]
+                            for i in range(lo, hi):
+                                lvl[i] = 0.0
+                            ep += 1
+                            st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep,
+                                                 gcnt, share, tol, lvl, lptrs, rows_all,
+                                                 gend, gok, lcnt)
+                            if st < 0:
+                                return -1
+                            if st > 0:
+                                nflag[g] |= M_RAN1
+                            for lk in range(nl):
+                                mout1[g, lk] = share[lk]
+                        nflag[g] |= M_FILL1
+                        for i in range(lo, hi):
+                            rate[i] += lvl[i]
+                    else:
+                        ep += 1
+                        st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep, gcnt,
+                                             share, tol, rate, lptrs, rows_all, gend, gok,
+                                             lcnt)
+                        if st < 0:
+                            return -1
+                        if st > 0:
+                            moved = True
+            for lk in range(L):
+                used[lk] += start[lk] - share[lk]
         for lk in range(L):
             residual[lk] -= used[lk]
         for lk in range(nl):
@@ -1069,9 +868,6 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
             # rates and residuals bit for bit as running out the cap.
             out[1] = 2
             break
-    for q in range(Q):
-        out[2] += cnts[q, 0]
-        out[3] += cnts[q, 1]
     for g in range(G):
         mflag[g] = nflag[g]
     out[0] = done

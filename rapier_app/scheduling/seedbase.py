@@ -840,9 +840,8 @@ class _SeedScheduler(Scheduler):
             np.cumsum([len(groups) for _, groups in queues], out=qptr[1:])
             wts = np.array([float(w) for w, _ in queues])
             out = np.zeros(4, dtype=np.int64)
-            par = kernels.parallel_queues(len(queues), P.shape[0])
             if kernels.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
-                                       lptrs, rows_all, *memo, par) < 0:
+                                       lptrs, rows_all, *memo) < 0:
                 self._stacks.pop("weighted", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
             self._unstack(gs, acc, rates)
