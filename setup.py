@@ -19,7 +19,7 @@ setup(
                       # compiled allocation kernels (rapier_app/scheduling/kernels.py)
                       "numba>=0.59",
                       "tomli>=2; python_version < '3.11'"],
-    extras_require={"test": ["pytest>=7", "hypothesis>=6.100"]},
+    extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.100"]},
     entry_points={"console_scripts": [
         "rapier-sim=rapier_app.cli:main",
         "rapier-check=rapier_app.sim.check_cli:main",
