@@ -2,12 +2,17 @@
 test extras of setup.py): a hang fails the run with the stacks printed instead of
 holding CI until its own limit."""
 
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 
-import conftest
+# this directory's conftest by path: ``import conftest`` may give another directory's
+_spec = importlib.util.spec_from_file_location(
+    "suite_conftest", os.path.join(os.path.dirname(os.path.abspath(__file__)), "conftest.py"))
+conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conftest)
 
 
 def test_this_test_has_the_suite_time_limit(request):
@@ -51,7 +56,8 @@ def test_a_loop_in_compiled_code_is_stopped(tmp_path):
 
 
 def test_a_bad_time_limit_is_named(tmp_path):
+    here = os.path.join(conftest.ROOT, "tests")
     r = subprocess.run([sys.executable, "-c", "import conftest"], capture_output=True,
-                       text=True, timeout=120, cwd=conftest.ROOT + "/tests",
+                       text=True, timeout=120, cwd=here,
                        env={**os.environ, "RAPIER_TEST_TIMEOUT_S": "soon"})
     assert r.returncode != 0 and "RAPIER_TEST_TIMEOUT_S" in r.stderr
