@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 # this directory's conftest by path: ``import conftest`` may give another directory's
 _spec = importlib.util.spec_from_file_location(
     "suite_conftest", os.path.join(os.path.dirname(os.path.abspath(__file__)), "conftest.py"))
@@ -55,9 +57,10 @@ def test_a_loop_in_compiled_code_is_stopped(tmp_path):
     assert "Timeout" in r.stdout + r.stderr and "spin" in r.stdout + r.stderr
 
 
-def test_a_bad_time_limit_is_named(tmp_path):
+@pytest.mark.parametrize("bad", ["soon", "-5", "nan", ""])
+def test_a_bad_time_limit_is_named(bad):
     here = os.path.join(conftest.ROOT, "tests")
     r = subprocess.run([sys.executable, "-c", "import conftest"], capture_output=True,
                        text=True, timeout=120, cwd=here,
-                       env={**os.environ, "RAPIER_TEST_TIMEOUT_S": "soon"})
+                       env={**os.environ, "RAPIER_TEST_TIMEOUT_S": bad})
     assert r.returncode != 0 and "RAPIER_TEST_TIMEOUT_S" in r.stderr
