@@ -123,6 +123,9 @@ def main(argv=None) -> int:
             raise SystemExit(f"--{name}: must be >= 1, got {getattr(a, name)}")
     if a.k < 2 or a.k % 2:
         raise SystemExit(f"--k: must be even and >= 2, got {a.k}")
+    from rapier_app.scheduling.rapier_lp import solver_supported
+    if not solver_supported(a.solver):
+        raise SystemExit(f"--solver: OR-Tools LP solver {a.solver!r} is not available here")
     cap = capture_pass(a.k, a.n, a.width, a.solver)
     models = cap["models"]
     seq, same_seq = resolve(models, a.solver, 1, a.reps)

@@ -147,6 +147,22 @@ def test_cli_param_error_exits_2(tmp_path, capsys):
     assert len((tmp_path / "coflows.csv").read_text().splitlines()) <= 1
 
 
+def test_cli_unknown_lp_solver_is_named(tmp_path, capsys):
+    # before: every LP (4) raised, every coflow fell back to default forwarding, and
+    # the run "succeeded" with no LP solved
+    rc = main(["--scenario", "fig1", "--schedulers", "rapier", "--param",
+               "rapier.solver=CLP", "--out", str(tmp_path), "-q"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--param rapier.solver: OR-Tools LP solver 'CLP' is not available here" in err
+    # a solver model_builder offers still runs and finds Fig. 1's optimum
+    rc = main(["--scenario", "fig1", "--schedulers", "rapier", "--param",
+               "rapier.solver=glop", "--json", "--no-plot", "--out", str(tmp_path / "ok"),
+               "-q"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)["rapier"]["avg_cct_s"] == pytest.approx(1.3)
+
+
 def test_experiment_tries_zero_is_refused(tmp_path, capsys):
     from rapier_app.experiments import cli as exp_cli
     assert exp_cli.main(["run", "--experiment", "width", "--fabric", "fattree512",

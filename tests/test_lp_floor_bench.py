@@ -18,7 +18,8 @@ import lp_floor  # noqa: E402
 @pytest.mark.parametrize("args,name", [(["--k", "5"], "--k"), (["--n", "0"], "--n"),
                                        (["--width", "0"], "--width"),
                                        (["--threads", "0"], "--threads"),
-                                       (["--reps", "0"], "--reps")])
+                                       (["--reps", "0"], "--reps"),
+                                       (["--solver", "FOO"], "--solver")])
 def test_bad_options_are_named(args, name):
     with pytest.raises(SystemExit) as e:
         lp_floor.main(args)

@@ -106,7 +106,8 @@ from .rapier_alg3 import Alg3Mixin
 # (issue 15); re-exported here for the callers that import them from this one.
 from .rapier_lp import (BITS, MEGA, Commodities, LP4Structure, LPError,  # noqa: F401
                         _solve, alpha_from_load, fixed_route_alpha, lp4_commodities,
-                        route_load, solve_lp4, solve_lp4_aggregated, solve_lp4_reference)
+                        route_load, solve_lp4, solve_lp4_aggregated, solve_lp4_reference,
+                        solver_supported)
 from .rapier_plan import _SENT, CoflowPlan, _CoflowArrays  # noqa: F401
 from .pathcache import pair_paths, path_link_tuple
 from .rapier_round import RoundingMixin
@@ -197,7 +198,7 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
     Raises:
         SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on,
             negative aggregate_min_paths, unknown tie_break, wc_ties, wc_order or
-            wait_reset.
+            wait_reset, or a solver OR-Tools' model_builder does not offer here.
     """
 
     #: tie_break when none is given (variants that change the rounding keep "none")
@@ -243,6 +244,10 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
             raise SchedulerError(f"lp_time_limit_s: must be positive, got {lp_time_limit_s}")
         if int(aggregate_min_paths) < 0:
             raise SchedulerError(f"aggregate_min_paths: must be >= 0, got {aggregate_min_paths}")
+        if not solver_supported(solver):
+            # else every LP (4) raises LPError and every coflow silently falls back
+            raise SchedulerError(f"solver: OR-Tools LP solver {solver!r} is not "
+                                 "available here (GLOP, PDLP or HIGHS are)")
         self.delta_s = float(delta_s)
         self.solver = solver
         self.lp_time_limit_s = lp_time_limit_s
