@@ -51,6 +51,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from rapier_app.workload_options import add_workload_options, apply_goodput, parse_synthetic
+
 from .switchq import DEFAULT_BUCKETS, SwitchQueueError, check_buckets
 from .transfer import available_congestion_controls
 from .workloads import HEADER_GOODPUT, MAX_FLOWS
@@ -116,8 +118,6 @@ def simulate_testbed(scheduler: str, scale: float, link_bps: float,
     from rapier_app.scheduling import load_all, make_scheduler
     from rapier_app.sim import simulate
     from topologies import leaf_spine
-
-    from rapier_app.cli import apply_goodput
 
     load_all()
     topo = apply_goodput(leaf_spine(3, 3, 3, link_bps=link_bps), goodput)
@@ -377,47 +377,35 @@ def write_outputs(results: Dict[str, dict], out_dir: str, meta: dict,
     return results
 
 
-def _parse_synthetic(text: str) -> Tuple[int, int, float]:
-    parts = text.split(",")
-    try:
-        if len(parts) != 3:
-            raise ValueError
-        n, w, ia = int(parts[0]), int(parts[1]), float(parts[2])
-    except ValueError:
-        raise ValueError(f"--synthetic: expected N,WIDTH,INTERARRIVAL_S, got {text!r}") from None
-    return n, w, ia
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``rapier-emulate`` argument parser."""
     ap = argparse.ArgumentParser(prog="rapier-emulate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenario", choices=["testbed"], default=None,
-                    help="RAPIER Table II testbed (the default workload)")
-    ap.add_argument("--topology", metavar="SPEC",
-                    help="fattree:K, vl2:DA,DI,SERVERS_PER_TOR or leafspine:L,S,H "
-                         "(with --synthetic or --trace)")
-    ap.add_argument("--synthetic", metavar="N,WIDTH,INTERARRIVAL_S",
-                    help="the simulator's synthetic workload (RAPIER Section V-B)")
-    ap.add_argument("--sizes", default=None,
-                    help="synthetic flow sizes before scaling (default uniform:10,100 MB)")
-    ap.add_argument("--seed", type=int, default=1,
-                    help="workload seed (synthetic draw, trace placement; default 1)")
-    ap.add_argument("--trace", metavar="PATH", help="coflow-benchmark trace (with --limit)")
-    ap.add_argument("--limit", type=int, default=None, help="first N coflows of --trace")
+    add_workload_options(
+        ap, "scenario", "topology", "synthetic", "sizes", "seed", "trace", "limit",
+        scenario=dict(choices=["testbed"], default=None,
+                      help="RAPIER Table II testbed (the default workload)"),
+        topology=dict(help="fattree:K, vl2:DA,DI,SERVERS_PER_TOR or leafspine:L,S,H "
+                           "(with --synthetic or --trace)"),
+        synthetic=dict(help="the simulator's synthetic workload (RAPIER Section V-B)"),
+        sizes=dict(help="synthetic flow sizes before scaling (default uniform:10,100 MB)"),
+        trace=dict(help="coflow-benchmark trace (with --limit)"),
+        limit=dict(help="first N coflows of --trace"))
     ap.add_argument("--max-flows", type=int, default=MAX_FLOWS,
                     help="refuse workloads with more flows (default %(default)s)")
     ap.add_argument("--schedulers", default=None,
                     help="comma-separated registry names (default: testbed "
                          f"{','.join(SCHEDULERS)}; otherwise {','.join(FABRIC_SCHEDULERS)})")
-    ap.add_argument("--scale", type=float, default=None,
-                    help=f"flow size factor (default testbed {DEFAULT_SCALE:g}; otherwise "
-                         f"{DEFAULT_FABRIC_SCALE:g}: with 10 Mbit/s links the times of the "
-                         f"unscaled workload on 1 Gbit/s)")
+    add_workload_options(
+        ap, "scale",
+        scale=dict(help=f"flow size factor (default testbed {DEFAULT_SCALE:g}; otherwise "
+                        f"{DEFAULT_FABRIC_SCALE:g}: with 10 Mbit/s links the times of the "
+                        f"unscaled workload on 1 Gbit/s)"))
     ap.add_argument("--link-mbps", type=float, default=DEFAULT_LINK_MBPS,
                     help="emulated link speed in Mbit/s (default %(default)g)")
-    ap.add_argument("--goodput", type=float, default=HEADER_GOODPUT,
-                    help="simulator link capacity factor (payload share; default "
-                         "%(default).4f = 1448/1514)")
+    add_workload_options(
+        ap, "goodput", goodput=dict(default=HEADER_GOODPUT, metavar=None,
+                                    help="simulator link capacity factor (payload share; "
+                                         "default %(default).4f = 1448/1514)"))
     ap.add_argument("--headroom", type=float, default=DEFAULT_HEADROOM,
                     help="share of the link speed the controller plans with (default "
                          "%(default)g; the simulator uses the same)")
@@ -533,7 +521,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if fabric:
             topo = build_topology(args.topology)
             coflows, desc = build_workload(
-                topo, _parse_synthetic(args.synthetic) if args.synthetic else None,
+                topo, parse_synthetic(args.synthetic) if args.synthetic else None,
                 args.sizes or "uniform:10,100", args.seed, args.trace, args.limit, scale,
                 args.max_flows)
             spec = args.topology

@@ -4,7 +4,7 @@
 :mod:`rapier_app.core.workload`), with every flow size multiplied by ``scale`` and
 every link at ``link_mbps``.  The simulator is then run on the same scaled workload
 and the same uniform fabric, with each link's capacity multiplied by the goodput
-factor (:func:`rapier_app.cli.apply_goodput`: the payload share of the wire bytes
+factor (:func:`rapier_app.workload_options.apply_goodput`: the payload share of the wire bytes
 that HTB and the links count), so both sides move the same bytes over the same
 capacities.
 
@@ -169,7 +169,7 @@ def sim_topology(spec: str, link_bps: float, goodput: float):
     Raises:
         topologies.TopologyError: bad spec.  ValueError: goodput not in (0, 1].
     """
-    from rapier_app.cli import apply_goodput
+    from rapier_app.workload_options import apply_goodput
     from topologies import build_topology
 
     return apply_goodput(build_topology(spec, link_bps), goodput)

@@ -32,26 +32,23 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from topologies import TopologyError, build_topology
+from topologies import TopologyError
 
 from . import progress as pg
 from .cli_common import (add_common_arguments, git_commit, run_info, setup_logging,
                          stdout_fd_to)
 from .core.model import WorkloadError
-from .core.workload import (SCENARIOS, coflows_to_trace, port_mapping, read_trace, scenario,
-                            synthetic, trace_to_coflows, write_trace)
+from .core.workload import coflows_to_trace, write_trace
 from .params import ParamError, load_plugin, split_params, typed_params
 from .scheduling import REGISTRY, SchedulerError, make_scheduler, scheduler_names
 from .sim.simulator import SimulationError, Simulator
+from .workload_options import (UsageError, add_workload_options, apply_goodput,
+                               check_workload_options, fill_workload_defaults,
+                               workload_from_args)
 
 DEFAULT_SCHEDULERS = "rapier,scheduling-only,routing-only,baseline"
-DEFAULT_SIZES = "uniform:10,100"
 CSV_HEADER = ["scheduler", "try", "seed", "coflow_id", "arrival_s", "finish_s", "cct_s",
               "width", "total_bytes"]
-
-
-class UsageError(ValueError):
-    """Bad command-line input (the message names the option)."""
 
 
 def __getattr__(name: str):
@@ -69,34 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rapier-sim",
         description="Flow-level simulation of coflow schedulers (RAPIER and baselines).")
-    w = p.add_argument_group("workload (choose one)")
-    w.add_argument("--scenario", choices=sorted(SCENARIOS),
-                   help="named scenario: fig1 (RAPIER Fig. 1) or testbed (Table II on the "
-                        "3x3 leaf-spine); brings its own topology")
-    w.add_argument("--trace", metavar="PATH", help="coflow-benchmark trace file")
-    w.add_argument("--synthetic", metavar="N,WIDTH,INTERARRIVAL_S",
-                   help="RAPIER V-B workload: N coflows of WIDTH flows, Poisson arrivals "
-                        "with the given mean inter-arrival (s)")
-    p.add_argument("--topology", metavar="SPEC",
-                   help="fattree:K[,HOSTS_PER_EDGE] | vl2:DA,DI[,SERVERS_PER_TOR] | "
-                        "leafspine:LEAVES,SPINES,HOSTS_PER_LEAF | bigswitch:N | fig1 "
-                        "(default for traces: bigswitch:<ports>)")
-    p.add_argument("--link-gbps", type=float, default=None,
-                   help="override the topology's link speed in Gbit/s")
-    p.add_argument("--goodput", type=float, default=1.0, metavar="FACTOR",
-                   help="multiply every link capacity by FACTOR in (0, 1]: the payload "
-                        "share of the wire rate (TCP/IP/Ethernet headers; the emulation "
-                        "uses 1448/1514 = 0.956); default 1, the model's ideal")
-    p.add_argument("--sizes", default=None,
-                   help="flow sizes of --synthetic in MB: uniform:LO,HI | const:MB | exp:MEAN | "
-                        f"pareto:SCALE,SHAPE (default {DEFAULT_SIZES})")
-    p.add_argument("--placement", default=None, choices=["auto", "identity", "random"],
-                   help="--trace ports onto hosts: identity on a big switch, seeded random "
-                        "hosts elsewhere (auto, the default)")
-    p.add_argument("--limit", type=int, default=None,
-                   help="replay only the first N coflows of --trace")
-    p.add_argument("--scale", type=float, default=None,
-                   help="size factor for --scenario testbed (default 1)")
+    add_workload_options(p.add_argument_group("workload (choose one)"),
+                         "scenario", "trace", "synthetic")
+    add_workload_options(p, "topology", "link_gbps", "goodput", "sizes", "placement", "limit",
+                         "scale")
     p.add_argument("--write-trace", metavar="PATH", default=None,
                    help="also write the workload as a coflow-benchmark trace (port p = "
                         "the topology's p-th host; replay it with --trace PATH --placement "
@@ -125,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "0..S seconds (seeded by the try's seed)")
     p.add_argument("--max-paths", type=int, default=None,
                    help="cap K on candidate paths per host pair (default: the ECMP set)")
-    p.add_argument("--seed", type=int, default=1, help="base seed; try i uses seed+i")
+    add_workload_options(p, "seed", seed=dict(help="base seed; try i uses seed+i"))
     p.add_argument("--tries", type=int, default=1, help="independent tries (seeds)")
     p.add_argument("--out", default="rapier-out", help="output folder (default rapier-out)")
     p.add_argument("--json", action="store_true",
@@ -150,22 +123,7 @@ def check_options(args) -> None:
     Raises:
         UsageError: naming the option, e.g. ``--limit`` without ``--trace``.
     """
-    chosen = [x for x in (args.scenario, args.trace, args.synthetic) if x]
-    if len(chosen) != 1:
-        raise UsageError("workload: give exactly one of --scenario, --trace, --synthetic")
-    only = [("--limit", args.limit, args.trace, "--trace"),
-            ("--placement", args.placement, args.trace, "--trace"),
-            ("--sizes", args.sizes, args.synthetic, "--synthetic"),
-            ("--scale", args.scale, args.scenario == "testbed", "--scenario testbed")]
-    if args.synthetic:
-        _parse_synthetic(args.synthetic)
-    for opt, val, ok, needs in only:
-        if val is not None and not ok:
-            raise UsageError(f"{opt}: applies only to {needs}; it would be ignored here")
-    if args.scenario and args.topology:
-        raise UsageError("--topology: a --scenario brings its own topology")
-    if args.synthetic and not args.topology:
-        raise UsageError("--topology: required with --synthetic")
+    check_workload_options(args)
     if args.tries < 1:
         raise UsageError("--tries: must be >= 1")
     if args.write_trace and args.tries != 1:
@@ -180,75 +138,7 @@ def check_options(args) -> None:
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"--{opt.replace('_', '-')}: must be a number of seconds >= 0, "
                              f"got {v}")
-    args.sizes = args.sizes or DEFAULT_SIZES
-    args.placement = args.placement or "auto"
-    args.scale = 1.0 if args.scale is None else args.scale
-
-
-def apply_goodput(topo, factor: float):
-    """Multiply every link capacity of ``topo`` by ``factor`` (in place; returns it).
-
-    Models transport overhead in the flow-level simulator: a link of C bit/s carries
-    ``factor * C`` bit/s of flow payload (``--goodput``; issue 13, measured in the
-    emulation as 1448/1514 for full TCP segments with timestamps).
-
-    Raises:
-        UsageError: ``factor`` not in (0, 1] (names ``--goodput``).
-    """
-    if not 0 < factor <= 1:
-        raise UsageError(f"--goodput: must be in (0, 1], got {factor}")
-    if factor == 1:
-        return topo
-    for _u, _v, d in topo.graph.edges(data=True):
-        d["capacity_bps"] = float(d["capacity_bps"]) * factor
-    topo.capacity = topo.capacity * factor
-    return topo
-
-
-def make_workload(args, seed: int):
-    """Return ``(topology, coflows, description)`` for one try.
-
-    Raises:
-        UsageError, WorkloadError, TopologyError: bad options or input files.
-    """
-    chosen = [x for x in (args.scenario, args.trace, args.synthetic) if x]
-    if len(chosen) != 1:
-        raise UsageError("workload: give exactly one of --scenario, --trace, --synthetic")
-    link_bps = None if args.link_gbps is None else args.link_gbps * 1e9
-    if args.scenario:
-        if args.topology:
-            raise UsageError("--topology: a --scenario brings its own topology")
-        topo, coflows = scenario(args.scenario, 1.0 if args.scale is None else args.scale)
-        if link_bps is not None:
-            topo = build_topology(topo.name, link_bps)
-        return topo, coflows, f"scenario {args.scenario}"
-    if args.trace:
-        trace = read_trace(args.trace)
-        topo = build_topology(args.topology or f"bigswitch:{trace.ports}", link_bps)
-        mapping = port_mapping(trace.ports, topo, seed, args.placement or "auto")
-        return topo, trace_to_coflows(trace, mapping, args.limit), f"trace {args.trace}"
-    n, width, ia = _parse_synthetic(args.synthetic)
-    if not args.topology:
-        raise UsageError("--topology: required with --synthetic")
-    topo = build_topology(args.topology, link_bps)
-    sizes = args.sizes or DEFAULT_SIZES
-    return topo, synthetic(topo, n, width, ia, sizes, seed), \
-        f"synthetic n={n} width={width} interarrival={ia}s sizes={sizes}"
-
-
-def _parse_synthetic(text: str):
-    """``"N,WIDTH,INTERARRIVAL_S"`` -> ``(n, width, interarrival_s)``.
-
-    Raises:
-        UsageError: not three comma-separated numbers.
-    """
-    parts = text.split(",")
-    try:
-        if len(parts) != 3:
-            raise ValueError
-        return int(parts[0]), int(parts[1]), float(parts[2])
-    except ValueError:
-        raise UsageError(f"--synthetic: expected N,WIDTH,INTERARRIVAL_S, got {text!r}") from None
+    fill_workload_defaults(args)
 
 
 def resolve_schedulers(spec: str) -> List[str]:
@@ -383,7 +273,7 @@ def run(args) -> dict:
     for i in range(args.tries):
         seed = args.seed + i
         with pg.phase(f"workload try {i + 1}/{args.tries}", show):
-            topo, coflows, desc = make_workload(args, seed)
+            topo, coflows, desc = workload_from_args(args, seed)
             apply_goodput(topo, getattr(args, "goodput", 1.0))
         if args.write_trace:
             _write_trace(args.write_trace, topo, coflows, args.quiet == 0)

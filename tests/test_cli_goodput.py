@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from rapier_app.cli import UsageError, apply_goodput, main
+from rapier_app.cli import main
+from rapier_app.workload_options import UsageError, apply_goodput
 from topologies import build_topology
 
 

@@ -30,6 +30,8 @@ from typing import List, Optional
 from topologies import TopologyError
 
 from ..core.model import WorkloadError
+from ..workload_options import (UsageError, add_workload_options, fill_workload_defaults,
+                                workload_from_args)
 from .checker import CheckError, check_schedule, read_runs
 
 WORKLOAD_KEYS = ("scenario", "trace", "synthetic", "topology", "link_gbps", "sizes",
@@ -42,17 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Check simulated schedules in an event file "
                                             "(rapier-sim --trace-events) independently.")
     p.add_argument("events", metavar="EVENTS.jsonl", help="event file of rapier-sim")
-    w = p.add_argument_group("workload (default: the options recorded in each run's header)")
-    w.add_argument("--scenario")
-    w.add_argument("--trace", metavar="PATH")
-    w.add_argument("--synthetic", metavar="N,WIDTH,INTERARRIVAL_S")
-    w.add_argument("--topology", metavar="SPEC")
-    w.add_argument("--link-gbps", type=float)
-    w.add_argument("--sizes")
-    w.add_argument("--placement", choices=["auto", "identity", "random"])
-    w.add_argument("--limit", type=int)
-    w.add_argument("--scale", type=float)
-    w.add_argument("--seed", type=int, help="workload seed (default: the run's)")
+    add_workload_options(
+        p.add_argument_group("workload (default: the options recorded in each run's header)"),
+        *WORKLOAD_KEYS, "seed", bare=True, scenario=dict(choices=None),
+        seed=dict(help="workload seed (default: the run's)"))
     p.add_argument("--level", choices=["auto", "none", "path", "candidates"], default="auto",
                    help="work-conservation level to check (auto: the scheduler's declared "
                         "one, recorded in the header)")
@@ -64,22 +59,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _workload(header: dict, args):
-    from ..cli import UsageError, make_workload
-
     rec = dict(header.get("workload") or {})
     given = {k: getattr(args, k) for k in WORKLOAD_KEYS if getattr(args, k) is not None}
     if any(k in given for k in ("scenario", "trace", "synthetic")):
         for k in ("scenario", "trace", "synthetic"):
             rec[k] = None
     rec.update(given)
-    defaults = {"sizes": "uniform:10,100", "placement": "auto", "scale": 1.0}
-    ns = SimpleNamespace(**{k: rec.get(k, defaults.get(k)) for k in WORKLOAD_KEYS})
-    for k, v in defaults.items():
-        if getattr(ns, k) is None:
-            setattr(ns, k, v)
+    ns = SimpleNamespace(**{k: rec.get(k) for k in WORKLOAD_KEYS})
+    fill_workload_defaults(ns)
     seed = args.seed if args.seed is not None else int(header.get("seed", 1))
     try:
-        topo, coflows, desc = make_workload(ns, seed)
+        topo, coflows, desc = workload_from_args(ns, seed)
     except UsageError as exc:
         raise CheckError(f"workload: {exc}") from None
     return topo, coflows, desc
