@@ -117,8 +117,9 @@ def _csv_row(**kw):
 
 def test_runs_csv_upgrades_old_header_and_refuses_mixed_decision_points(tmp_path):
     import csv
+    from rapier_app.experiments.parallel import run_sweep
     from rapier_app.experiments.sweeps import (RUN_FIELDS, append_runs, check_decision_points,
-                                               read_runs, run_sweep)
+                                               read_runs)
     path = tmp_path / "runs.csv"
     old_fields = [f for f in RUN_FIELDS if f != "reschedule"]
     with open(path, "w", newline="") as fh:  # a file from before the column existed

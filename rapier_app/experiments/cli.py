@@ -23,6 +23,7 @@ Exit status 0 on success, 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ from typing import List, Optional
 from ..cli_common import add_common_arguments, log_level
 from .fabrics import FABRICS, fabric
 from .sweeps import (DEFAULT_SIZES, EXPERIMENTS, available_schemes, check_decision_points,
-                     pending, plan_tasks, read_runs, run_key, run_point, run_sweep)
+                     pending, plan_tasks, read_runs, run_key, run_point)
 
 LOG = logging.getLogger("rapier_app.experiments")
 #: The repository's committed results; written only when --out names them.
@@ -139,24 +140,30 @@ def cmd_run(a) -> int:
     the report."""
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    from .parallel import execute
+    from .parallel import run_tasks
     tasks = _grid(a)  # checks the arguments before anything is created
     a.out = resolve_out(a.out)
-    path = os.path.join(a.out, "runs.csv")
-    old = check_decision_points(path, _mode(a))
-    todo = pending(tasks, {run_key(r) for r in old})
-    handlers = _setup_logging(a, a.out)
+    handlers: List[logging.Handler] = []
+    stats: dict = {}
     try:
-        runs = sum(len(t.schemes) for t in todo)
-        LOG.info("# %d points (%d runs) to do of %d in the grid; out: %s; backend: %s",
-                 len(todo), runs, len(tasks), a.out,
-                 f"dask {a.dask}" if a.dask else f"{a.jobs or os.cpu_count()} process(es)")
-        if not todo:
-            LOG.info("# every run of the grid is already in %s: nothing to run", path)
-        stats: dict = {}
-        with logging_redirect_tqdm(loggers=[LOG]):  # row lines do not break the bar
-            execute(todo, path, jobs=a.jobs, dask=a.dask, quiet=a.quiet > 0, stats=stats)
-        if todo:
+        with contextlib.ExitStack() as stack:
+            def announce(todo: list, path: str) -> None:
+                # after runs.csv is checked, before the first point runs
+                handlers.extend(_setup_logging(a, a.out))
+                runs = sum(len(t.schemes) for t in todo)
+                LOG.info("# %d points (%d runs) to do of %d in the grid; out: %s; "
+                         "backend: %s", len(todo), runs, len(tasks), a.out,
+                         f"dask {a.dask}" if a.dask else
+                         f"{a.jobs or os.cpu_count()} process(es)")
+                if not todo:
+                    LOG.info("# every run of the grid is already in %s: nothing to run",
+                             path)
+                # row lines do not break the bar
+                stack.enter_context(logging_redirect_tqdm(loggers=[LOG]))
+
+            run_tasks(tasks, a.out, _mode(a), jobs=a.jobs, dask=a.dask, quiet=a.quiet > 0,
+                      stats=stats, on_plan=announce)
+        if stats["points"]:
             LOG.info("# %d points in %.1f s wall (%s); in the workers: %.1f s wall, "
                      "%.1f s CPU", stats["points"], stats["wall_s"], stats["backend"],
                      stats["task_wall_s"], stats["task_cpu_s"])

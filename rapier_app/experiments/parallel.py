@@ -31,7 +31,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from .sweeps import Task, append_runs, run_task
+from .sweeps import (DEFAULT_SIZES, Task, append_runs, check_decision_points, pending,
+                     plan_tasks, run_key, run_task)
 
 LOG = logging.getLogger("rapier_app.experiments")
 
@@ -172,6 +173,74 @@ def execute(tasks: Sequence[Task], runs_path: str, jobs: int = 1, dask=None,
             stats.update(points=len(tasks), wall_s=time.perf_counter() - t0, backend=backend,
                          task_cpu_s=used[0], task_wall_s=used[1])
     return rows
+
+
+def run_tasks(tasks: Sequence[Task], out_dir: str, reschedule_on: Optional[str] = None,
+              jobs: int = 1, dask=None, log: Optional[Callable[[str], None]] = None,
+              quiet: bool = True, stats: Optional[dict] = None,
+              on_plan: Optional[Callable[[List[Task], str], None]] = None) -> List[dict]:
+    """Run the tasks of a sweep not yet recorded in ``out_dir/runs.csv`` and append
+    their rows there as they finish (:func:`execute`): the resumable sweep of
+    ``rapier-experiment run`` and :func:`run_sweep`.
+
+    Args:
+        tasks: the grid (:func:`~rapier_app.experiments.sweeps.plan_tasks`).
+        out_dir: the folder of ``runs.csv`` (created when missing, after the check).
+        reschedule_on: the simulator's decision points; ``runs.csv`` must hold only
+            rows made with the same ones.
+        jobs, dask, log, quiet, stats: as for :func:`execute`.
+        on_plan: called with (the tasks left to run, the runs.csv path) after the
+            check and before the first point runs (the CLI sets up its log there).
+
+    Returns:
+        The new rows, in the order the points finished.
+
+    Raises:
+        ValueError: ``runs.csv`` already holds rows made with other decision points
+            (its ``reschedule`` column); averaging them with these would mix two
+            simulations, so the message asks for another ``out_dir``.
+        RuntimeError: a point failed (the message names it); rows of the points that
+            finished before are kept in runs.csv.
+    """
+    path = os.path.join(out_dir, "runs.csv")
+    old = check_decision_points(path, reschedule_on)
+    todo = pending(tasks, {run_key(r) for r in old})
+    os.makedirs(out_dir, exist_ok=True)
+    if on_plan is not None:
+        on_plan(todo, path)
+    return execute(todo, path, jobs=jobs, dask=dask, log=log, quiet=quiet, stats=stats)
+
+
+def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries: int,
+              schemes: Sequence[str], out_dir: str, sizes: str = DEFAULT_SIZES,
+              base_seed: int = 1, log=print, reschedule_on: Optional[str] = None,
+              jobs: int = 1, dask=None, quiet: bool = True) -> List[dict]:
+    """Run ``tries`` tries of every x in ``values`` (:func:`run_tasks` on the grid of
+    :func:`~rapier_app.experiments.sweeps.plan_tasks`); append to
+    ``out_dir/runs.csv``, skipping (experiment, fabric, x, seed, sizes, scheme) runs
+    already recorded.
+
+    Args:
+        jobs: worker processes on this machine (1: in this process).
+        dask: a Dask scheduler address, ``local[:N]`` or a ``distributed.Client``
+            (see :func:`execute`).
+        log: called with one line per finished run (None: the lines go to the
+            ``rapier_app.experiments`` logger).
+        quiet: no progress bar.
+
+    Returns:
+        The new rows, in the order they finished.
+
+    Raises:
+        ValueError: a bad grid (:func:`plan_tasks`), or ``runs.csv`` already holds
+            rows made with other decision points (:func:`run_tasks`).
+        RuntimeError: a point failed (the message names it); rows of the points that
+            finished before are kept in runs.csv.
+    """
+    tasks = plan_tasks(experiment, fabric_name, values, tries, schemes, sizes, base_seed,
+                       reschedule_on)
+    return run_tasks(tasks, out_dir, reschedule_on, jobs=jobs, dask=dask, log=log,
+                     quiet=quiet)
 
 
 def largest_first(tasks: Sequence[Task]) -> List[Task]:

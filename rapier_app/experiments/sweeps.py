@@ -311,39 +311,6 @@ def run_task(task: Task) -> List[dict]:
                      task.sizes, task.try_index, None, task.reschedule)
 
 
-def run_sweep(experiment: str, fabric_name: str, values: Sequence[float], tries: int,
-              schemes: Sequence[str], out_dir: str, sizes: str = DEFAULT_SIZES,
-              base_seed: int = 1, log=print, reschedule_on: Optional[str] = None,
-              jobs: int = 1, dask=None, quiet: bool = True) -> List[dict]:
-    """Run ``tries`` tries of every x in ``values``; append to ``out_dir/runs.csv``,
-    skipping (experiment, fabric, x, seed, sizes, scheme) runs already recorded.
-
-    Args:
-        jobs: worker processes on this machine (1: in this process).
-        dask: a Dask scheduler address, ``local[:N]`` or a ``distributed.Client``
-            (see :func:`rapier_app.experiments.parallel.execute`).
-        log: called with one line per finished run (None: silent).
-        quiet: no progress bar.
-
-    Returns:
-        The new rows, in the order they finished.
-
-    Raises:
-        ValueError: ``runs.csv`` already holds rows made with other decision points
-            (its ``reschedule`` column); averaging them with these would mix two
-            simulations, so the message asks for another ``out_dir``.
-        RuntimeError: a point failed (the message names it); rows of the points that
-            finished before are kept in runs.csv.
-    """
-    from .parallel import execute
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "runs.csv")
-    old = check_decision_points(path, reschedule_on)
-    todo = pending(plan_tasks(experiment, fabric_name, values, tries, schemes, sizes,
-                              base_seed, reschedule_on), {run_key(r) for r in old})
-    return execute(todo, path, jobs=jobs, dask=dask, log=log, quiet=quiet)
-
-
 # ---------------------------------------------------------------------------------
 # statistics
 # ---------------------------------------------------------------------------------
