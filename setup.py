@@ -18,6 +18,8 @@ setup(
                       "dask[distributed]>=2024.1", "tqdm>=4.60",
                       # compiled allocation kernels (rapier_app/scheduling/kernels.py)
                       "numba>=0.59",
+                      # topology files (topologies/topofile.py)
+                      "PyYAML>=5.4",
                       "tomli>=2; python_version < '3.11'"],
     extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.100"]},
     entry_points={"console_scripts": [
@@ -27,5 +29,6 @@ setup(
         "rapier-emulate=mininet_tests.emulate:main",
         "rapier-bench=rapier_app.experiments.bench:main",
         "rapier-experiment=rapier_app.experiments.cli:main",
+        "rapier-topology=rapier_app.topology_cli:main",
     ]},
 )

@@ -14,15 +14,21 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import networkx as nx
 import numpy as np
 
+from rapier_app.errors import RapierError
+
 HOST = "host"
 SWITCH_ROLES = ("edge", "aggregation", "core", "tor", "intermediate", "leaf",
                 "spine", "switch")
 
 Path = Tuple[str, ...]
+#: Most candidate paths kept per host pair with a path slack (Topology.set_path_slack).
+SLACK_PATHS_MAX = 64
 
 
-class TopologyError(ValueError):
-    """Invalid topology parameters, unknown node, or a path that does not exist."""
+class TopologyError(RapierError, ValueError):
+    """Invalid topology parameters, unknown node, a path that does not exist, or a
+    topology file that does not parse or validate (:mod:`topologies.topofile`; those
+    carry ``file``, ``line``, ``element`` and ``field`` attributes)."""
 
 
 class Topology:
@@ -44,6 +50,9 @@ class Topology:
         self.name = name
         self.graph = nx.DiGraph(name=name)
         self._next_port: Dict[str, int] = {}
+        self._ports: Dict[str, set] = {}
+        #: candidate paths may be this many hops longer than the shortest (0: ECMP)
+        self.path_slack = 0
         self._path_cache: Dict[Tuple[str, str], List[Path]] = {}
         self._switch_path_cache: Dict[Tuple[str, str], List[Path]] = {}
         self._frozen = False
@@ -69,6 +78,7 @@ class Topology:
             raise TopologyError(f"dpid: duplicate dpid {dpid}")
         self.graph.add_node(name, role=role, dpid=dpid)
         self._next_port[name] = 1
+        self._ports[name] = set()
         return name
 
     def add_host(self, name: str, ip: Optional[str] = None,
@@ -88,13 +98,19 @@ class Topology:
                                                (index >> 8) & 0xFF, index & 0xFF)
         self.graph.add_node(name, role=HOST, ip=ip, mac=mac, index=index)
         self._next_port[name] = 1
+        self._ports[name] = set()
         return name
 
-    def add_link(self, u: str, v: str, capacity_bps: float) -> None:
+    def add_link(self, u: str, v: str, capacity_bps: float, port_u: Optional[int] = None,
+                 port_v: Optional[int] = None) -> None:
         """Add a full-duplex link: edges ``(u, v)`` and ``(v, u)``, each ``capacity_bps``.
 
+        ``port_u`` / ``port_v``: the port numbers on each end (a topology file's); None:
+        the node's next port (one above the highest used so far, 1 first).
+
         Raises:
-            TopologyError: unknown node, non-positive capacity, duplicate link.
+            TopologyError: unknown node, non-positive capacity, duplicate link, a port
+                already used on that node.
         """
         for n in (u, v):
             if n not in self.graph:
@@ -103,9 +119,15 @@ class Topology:
             raise TopologyError(f"capacity_bps: must be positive, got {capacity_bps}")
         if self.graph.has_edge(u, v):
             raise TopologyError(f"link: duplicate link {u}-{v}")
-        pu, pv = self._next_port[u], self._next_port[v]
-        self._next_port[u] += 1
-        self._next_port[v] += 1
+        pu = self._next_port[u] if port_u is None else int(port_u)
+        pv = self._next_port[v] if port_v is None else int(port_v)
+        for n, p in ((u, pu), (v, pv)):
+            if p in self._ports[n] or p < 1:
+                raise TopologyError(f"port: port {p} of {n} is already used or not >= 1")
+        self._ports[u].add(pu)
+        self._ports[v].add(pv)
+        self._next_port[u] = max(self._next_port[u], pu + 1)
+        self._next_port[v] = max(self._next_port[v], pv + 1)
         self.graph.add_edge(u, v, capacity_bps=float(capacity_bps), port=pu, peer_port=pv)
         self.graph.add_edge(v, u, capacity_bps=float(capacity_bps), port=pv, peer_port=pu)
         self._frozen = False
@@ -192,7 +214,9 @@ class Topology:
         return self._swg
 
     def candidate_paths(self, src: str, dst: str, k: Optional[int] = None) -> List[Path]:
-        """All equal-cost shortest paths (the ECMP set) from host ``src`` to ``dst``.
+        """All equal-cost shortest paths (the ECMP set) from host ``src`` to ``dst``;
+        with a path slack (:meth:`set_path_slack`), also the simple paths up to that
+        many hops longer, shortest first.
 
         Paths are tuples of node names from ``src`` to ``dst``, sorted
         lexicographically so that the order is deterministic, and capped at the first
@@ -227,8 +251,47 @@ class Topology:
             if not best:
                 raise TopologyError(f"path: no path from {src} to {dst}")
             paths = sorted(set(best))
+            if self.path_slack and src != dst:
+                paths = self._slack_paths(src, dst, len(paths[0]) + self.path_slack)
             self._path_cache[key] = paths
         return paths if k is None else paths[:k]
+
+    def set_path_slack(self, hops: int) -> "Topology":
+        """Candidate paths up to ``hops`` hops longer than the shortest (0: the ECMP set).
+
+        With a slack, :meth:`candidate_paths` gives the shortest simple paths over
+        switches (Yen's algorithm, ``networkx.shortest_simple_paths``) up to the
+        shortest length + ``hops``, at most :data:`SLACK_PATHS_MAX` per pair, sorted by
+        hop count then by name; a scheduler's ``max_paths`` then keeps the first K (the
+        K shortest).  On a fabric whose links differ in speed, a longer path over
+        faster links becomes a candidate.  ECMP (switch hashing) keeps to the equal-cost
+        shortest paths (:meth:`rapier_app.scheduling.base.Scheduler.ecmp_path`).
+
+        Returns:
+            self (the cached candidate paths are dropped).
+
+        Raises:
+            TopologyError: ``hops`` not an integer >= 0.
+        """
+        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
+            raise TopologyError(f"path_slack: must be an integer number of hops >= 0, "
+                                f"got {hops!r}")
+        if hops != self.path_slack:
+            self.path_slack = hops
+            self._path_cache.clear()
+        return self
+
+    def _slack_paths(self, src: str, dst: str, max_nodes: int) -> List[Path]:
+        """Simple paths src -> dst over switches with at most ``max_nodes`` nodes, in
+        Yen's order, capped at :data:`SLACK_PATHS_MAX`, sorted by (length, names)."""
+        nodes = set(self.switches) | {src, dst}
+        sub = self.graph.subgraph(nodes)
+        out: List[Path] = []
+        for p in nx.shortest_simple_paths(sub, src, dst):
+            if len(p) > max_nodes or len(out) >= SLACK_PATHS_MAX:
+                break
+            out.append(tuple(p))
+        return sorted(out, key=lambda p: (len(p), p))
 
     def path_links(self, path: Sequence[str]) -> np.ndarray:
         """Link indices (into :attr:`capacity`) of ``path``, as an int numpy array.

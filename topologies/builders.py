@@ -7,6 +7,7 @@ number, dpids are 1..S in creation order.  Capacities are in bit/s.
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from .base import Topology, TopologyError
@@ -189,13 +190,24 @@ def build_topology(spec: str, link_bps: Optional[float] = None) -> Topology:
     """Build a topology from a spec string, as the CLI and the controller config take it.
 
     Specs: ``fattree:K[,HOSTS_PER_EDGE]``, ``vl2:DA,DI[,SERVERS_PER_TOR]``,
-    ``leafspine:LEAVES,SPINES,HOSTS_PER_LEAF``, ``bigswitch:N``, ``fig1``.
+    ``leafspine:LEAVES,SPINES,HOSTS_PER_LEAF``, ``bigswitch:N``, ``fig1``, and
+    ``file:PATH`` (a topology file, :mod:`topologies.topofile`).
     ``link_bps`` overrides the default link speed (for VL2, the server links; the
-    fabric stays 10x).
+    fabric stays 10x; for a file, its slowest host link, every link scaled by the
+    same factor: :func:`scale_capacities`).
 
     Raises:
-        TopologyError: unknown kind or bad parameters (the message names them).
+        TopologyError: unknown kind or bad parameters (the message names them); for a
+            file, one that cannot be read, does not parse or does not validate.
     """
+    if spec.strip().lower().startswith("file:"):
+        from .topofile import load_topology
+
+        path = spec.strip()[5:]
+        if not path:
+            raise TopologyError("topology: file: needs a path, e.g. file:configs/ring.yaml")
+        topo = load_topology(path)
+        return topo if link_bps is None else scale_capacities(topo, link_bps)
     kind, _, args = spec.strip().partition(":")
     kind = kind.lower().replace("-", "").replace("_", "")
     kw = {} if link_bps is None else {"link_bps": link_bps}
@@ -215,4 +227,44 @@ def build_topology(spec: str, link_bps: Optional[float] = None) -> Topology:
     if kind == "fig1":
         return fig1(**kw)
     raise TopologyError(f"topology: unknown kind {kind!r} in {spec!r} (expected fattree, "
-                        f"vl2, leafspine, bigswitch or fig1)")
+                        f"vl2, leafspine, bigswitch, fig1 or file:PATH)")
+
+
+def reference_bps(topo: Topology) -> float:
+    """The speed ``link_bps`` stands for on ``topo``: its slowest host link (bit/s;
+    the slowest link when no link touches a host)."""
+    g = topo.graph
+    caps = [d["capacity_bps"] for u, v, d in g.edges(data=True)
+            if topo.is_host(u) or topo.is_host(v)] or \
+        [d["capacity_bps"] for _, _, d in g.edges(data=True)]
+    return min(caps) if caps else 1.0
+
+
+def scale_capacities(topo: Topology, link_bps: float) -> Topology:
+    """``topo`` with every capacity times ``link_bps / reference_bps(topo)`` (its
+    slowest host link then runs at ``link_bps``; faster links keep their multiple),
+    in place, re-frozen.  How ``build_topology("file:PATH", link_bps)`` and the
+    emulation (``rapier-emulate --link-mbps``) scale a topology file.
+
+    Raises:
+        TopologyError: ``link_bps`` not positive.
+    """
+    if not link_bps > 0:
+        raise TopologyError(f"link_bps: must be positive, got {link_bps!r}")
+    f = float(link_bps) / reference_bps(topo)
+    if f != 1.0:
+        for _, _, d in topo.graph.edges(data=True):
+            d["capacity_bps"] = d["capacity_bps"] * f
+        slack = topo.path_slack
+        topo.freeze()
+        topo.path_slack = slack
+    return topo
+
+
+def absolute_spec(spec: str) -> str:
+    """``spec`` with a ``file:`` path made absolute (for processes started in another
+    working directory: the controller, Mininet's helpers); other specs unchanged."""
+    s = spec.strip()
+    if s.lower().startswith("file:") and len(s) > 5:
+        return "file:" + os.path.abspath(s[5:])
+    return spec
