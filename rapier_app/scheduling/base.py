@@ -198,6 +198,8 @@ class Scheduler:
         if p is not None:
             return p
         paths = self.candidates(flow)
+        if len(paths[-1]) > len(paths[0]):  # a path slack: hash over the shortest only
+            paths = [q for q in paths if len(q) == len(paths[0])]
         if len(paths) == 1:
             p = paths[0]
         else:

@@ -38,7 +38,7 @@ import numpy as np
 
 from topologies import Topology
 
-#: topology -> {(src, dst, max_paths): PairPaths}
+#: topology -> {(src, dst, max_paths, path_slack): PairPaths}
 _PAIRS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 #: topology -> {path tuple: link-index tuple}
 _LINKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -156,13 +156,14 @@ def _topology_cache(store: "weakref.WeakKeyDictionary", last: list,
 def pair_paths(topology: Topology, src: str, dst: str,
                max_paths: Optional[int] = None) -> PairPaths:
     """The shared :class:`PairPaths` of ``src -> dst`` on ``topology`` (candidate
-    paths capped at ``max_paths``; None: the whole ECMP set).
+    paths capped at ``max_paths``; None: the whole ECMP set, or with the topology's
+    path slack every path within it, :meth:`Topology.set_path_slack`).
 
     Raises:
         TopologyError: unknown host or no path (from ``candidate_paths``).
     """
     cache = _topology_cache(_PAIRS, _LAST_PAIRS, topology)
-    key = (src, dst, max_paths)
+    key = (src, dst, max_paths, topology.path_slack)
     pp = cache.get(key)
     if pp is None:
         pp = PairPaths(topology, topology.candidate_paths(src, dst, max_paths))
