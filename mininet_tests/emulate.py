@@ -4,8 +4,9 @@
 Table II on the 3x3 leaf-spine (9 hosts); ``rapier-emulate --topology SPEC
 --synthetic N,WIDTH,INTERARRIVAL_S [--sizes D] [--seed S]`` and ``--topology SPEC
 --trace PATH --limit N`` run the simulator's synthetic and trace workloads
-(:mod:`mininet_tests.workloads`) on ``fattree:K``, ``vl2:DA,DI,S`` or
-``leafspine:L,S,H``.  Each scheduler (``--schedulers``, any registered name; the CLI
+(:mod:`mininet_tests.workloads`) on ``fattree:K``, ``vl2:DA,DI,S``,
+``leafspine:L,S,H`` or ``file:PATH`` (a topology file, docs/topology.md: Mininet
+builds exactly its switches, dpids, ports, IPs, MACs and link speeds).  Each scheduler (``--schedulers``, any registered name; the CLI
 refuses, naming it and why, one that cannot drive the controller) runs on a fresh
 network with a fresh controller.  Printed per scheduler: emulated and simulated
 CCTs (per coflow for up to 4 coflows, else average and p95 with the deviation) and
@@ -21,7 +22,9 @@ simulator's rate and bytes), ``run-<scheduler>.json``, and with ``--plot [COFLOW
 one ``timeline-<scheduler>-<coflow>.png`` each.
 
 Scaling (these machines run Open vSwitch in userspace on 2 cores): links run at
-``--link-mbps`` (default 10 Mbit/s) and flow sizes are multiplied by ``--scale``
+``--link-mbps`` (default 10 Mbit/s; a topology file's links run at their own
+speeds, and ``--link-mbps`` sets its slowest host link, every link scaled in
+proportion) and flow sizes are multiplied by ``--scale``
 (testbed default 1/1600: every transfer takes 1/16 of its 1 Gbit/s testbed time;
 fabric default 0.01: the simulator's times at 1 Gbit/s).  The simulator runs the
 same scaled workload on the same fabric with every capacity at the rate the
@@ -384,8 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
         ap, "scenario", "topology", "synthetic", "sizes", "seed", "trace", "limit",
         scenario=dict(choices=["testbed"], default=None,
                       help="RAPIER Table II testbed (the default workload)"),
-        topology=dict(help="fattree:K, vl2:DA,DI,SERVERS_PER_TOR or leafspine:L,S,H "
-                           "(with --synthetic or --trace)"),
+        topology=dict(help="fattree:K, vl2:DA,DI,SERVERS_PER_TOR, leafspine:L,S,H or "
+                           "file:PATH (a topology file; with --synthetic or --trace)"),
         synthetic=dict(help="the simulator's synthetic workload (RAPIER Section V-B)"),
         sizes=dict(help="synthetic flow sizes before scaling (default uniform:10,100 MB)"),
         trace=dict(help="coflow-benchmark trace (with --limit)"),
@@ -400,8 +403,10 @@ def build_parser() -> argparse.ArgumentParser:
         scale=dict(help=f"flow size factor (default testbed {DEFAULT_SCALE:g}; otherwise "
                         f"{DEFAULT_FABRIC_SCALE:g}: with 10 Mbit/s links the times of the "
                         f"unscaled workload on 1 Gbit/s)"))
-    ap.add_argument("--link-mbps", type=float, default=DEFAULT_LINK_MBPS,
-                    help="emulated link speed in Mbit/s (default %(default)g)")
+    ap.add_argument("--link-mbps", type=float, default=None,
+                    help=f"emulated link speed in Mbit/s (default {DEFAULT_LINK_MBPS:g}; "
+                         f"for file:PATH its own speeds: this sets its slowest host "
+                         f"link and scales every link in proportion)")
     add_workload_options(
         ap, "goodput", goodput=dict(default=HEADER_GOODPUT, metavar=None,
                                     help="simulator link capacity factor (payload share; "
@@ -482,6 +487,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.error("--sizes: applies only to --synthetic")
     scale = args.scale if args.scale is not None else \
         (DEFAULT_FABRIC_SCALE if fabric else DEFAULT_SCALE)
+    if fabric and args.topology.strip().lower().startswith("file:"):
+        from topologies import absolute_spec, reference_bps
+
+        args.topology = absolute_spec(args.topology)
+        if args.link_mbps is None:  # the file's own speeds
+            try:
+                args.link_mbps = reference_bps(build_topology(args.topology)) / 1e6
+            except TopologyError as exc:
+                ap.error(str(exc))
+    if args.link_mbps is None:
+        args.link_mbps = DEFAULT_LINK_MBPS
     for field, v in (("scale", scale), ("link-mbps", args.link_mbps),
                      ("timeout", args.timeout), ("max-flows", args.max_flows)):
         if not v > 0:

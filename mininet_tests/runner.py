@@ -52,7 +52,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from enforcement import client
 
-from .topos import HOST_PREFIX_LEN, DefinedTopo
+from .topos import DefinedTopo
 from .switchq import SwitchQueueError, check_buckets, fair_queue_lines, host_shaping_lines
 from .transfer import available_congestion_controls
 
@@ -480,11 +480,19 @@ class Emulation:
         if not self.enforce and self.bw_mbps:
             # no agent shapes the hosts' interfaces: shape them at the access link
             # rate (switchq.host_shaping_lines says why)
+            g = self.definition.graph
             for h in self.net.hosts:
                 lines = []
                 for intf in h.intfList():
                     if intf.name != "lo":
-                        lines += host_shaping_lines(intf.name, self.bw_mbps * 1e6,
+                        # the access link's capacity (a topology file's host links
+                        # may differ in speed): the definition's, shaped as built
+                        port = h.ports[intf]
+                        rate = next((g.edges[h.name, n]["capacity_bps"]
+                                     for n in g.successors(h.name)
+                                     if g.edges[h.name, n]["port"] == port),
+                                    self.bw_mbps * 1e6)
+                        lines += host_shaping_lines(intf.name, rate,
                                                     self.fair_queue or 0,
                                                     self.queue_packets or 100)
                 path = os.path.join(self.workdir, f"host-queues-{h.name}.tc")
@@ -497,7 +505,7 @@ class Emulation:
         if self.rto_min_ms is not None:
             for h in self.net.hosts:
                 intf = h.defaultIntf()
-                net = ipaddress.ip_network(f"{h.IP()}/{HOST_PREFIX_LEN}", strict=False)
+                net = ipaddress.ip_network(f"{h.IP()}/{self.topo.prefix_len}", strict=False)
                 out = h.cmd(f"ip route replace {net} dev {intf.name} "
                             f"proto kernel scope link src {h.IP()} "
                             f"rto_min {self.rto_min_ms:g}ms")

@@ -28,7 +28,11 @@ commas, so a spec's own commas just continue it):
 * ``fattree[,K[,HOSTS_PER_EDGE]]`` (default ``fattree,4``);
 * ``vl2[,DA,DI[,SERVERS_PER_TOR]]`` (default ``vl2,4,4,2``);
 * ``leafspine[,LEAVES,SPINES,HOSTS]`` (default ``leafspine,3,3,3``);
-* ``spec,<build_topology spec>``, e.g. ``spec,leafspine:2,2,2`` or ``spec,fattree:4``.
+* ``spec,<build_topology spec>``, e.g. ``spec,leafspine:2,2,2`` or ``spec,fattree:4``;
+* ``file,PATH``: a topology file (docs/topology.md), built exactly: its dpids, port
+  numbers, IPs, MACs, and every switch-side interface shaped with TCLink at its
+  link's capacity (``bw=MBPS`` scales the file so that its slowest host link runs at
+  MBPS, every other link in proportion).
 
 ``bw=MBPS`` (any of them) shapes every switch-side interface with Mininet's TCLink
 (set on those links, so ``--link tc`` is not needed): MBPS Mbit/s on host links,
@@ -62,45 +66,62 @@ from mininet.topo import Topo  # noqa: E402
 
 from topologies import Topology, TopologyError, build_topology  # noqa: E402
 
-#: Prefix length given to every host address (all hosts share one subnet).
+#: Prefix length given to every host address (all hosts share one subnet), at most:
+#: :func:`host_prefix_len` shortens it until every host of a topology is inside.
 HOST_PREFIX_LEN = 8
+
+
+def host_prefix_len(topo: Topology) -> int:
+    """The prefix length of the one subnet all of ``topo``'s hosts share: at most
+    :data:`HOST_PREFIX_LEN` (8 for the generated fabrics' 10.x.y.z), shorter when a
+    topology file's addresses differ in their first bits (0 at worst: every address
+    on link; the controller answers ARP, hosts get static entries)."""
+    import ipaddress
+
+    ips = [int(ipaddress.IPv4Address(topo.graph.nodes[h]["ip"])) for h in topo.hosts]
+    n = HOST_PREFIX_LEN
+    while n > 0 and len({ip >> (32 - n) for ip in ips}) > 1:
+        n -= 1
+    return n
 
 
 def link_order(topo: Topology) -> List[Tuple[str, str, int, int]]:
     """The definition's links as ``(u, v, port_u, port_v)`` in an order consistent with
     the order they were added.
 
-    Port numbers on every node count up from 1 in link-add order; the links are
-    taken in rounds, each round every link whose two ports are the next unused
-    ports of its two ends (sorted by name).  Links of one round share no node, so
-    their relative order cannot change any port number, and Mininet, given the
-    explicit ports, numbers every interface exactly as the definition does.
-
-    Raises:
-        TopologyError: the ports are not numbered 1..n per node (not a builder's topology).
+    Port numbers on every node count up in link-add order; the links are taken in
+    rounds, each round every link whose two ports are the lowest unused ports of
+    its two ends (sorted by name).  Links of one round share no node, so their
+    relative order cannot change any port number.  Mininet is given the explicit
+    ports (OVS ``ofport_request``, interface ``NAME-ethPORT``), so the order only
+    matters for readability; a topology file whose port numbers admit no such order
+    (a cycle of "lower port first" constraints) gets the rest sorted by name.
     """
     links = {}
     for u, v, d in topo.graph.edges(data=True):
         key = tuple(sorted((u, v)))
         if key not in links:
             links[key] = (u, v, d["port"], d["peer_port"])
-    nxt: Dict[str, int] = {n: 1 for n in topo.graph.nodes}
-    by_port = {}
+    free: Dict[str, List[int]] = {n: [] for n in topo.graph.nodes}
     for (u, v, pu, pv) in links.values():
-        by_port.setdefault((u, pu), []).append((u, v, pu, pv))
-        by_port.setdefault((v, pv), []).append((u, v, pu, pv))
+        free[u].append(pu)
+        free[v].append(pv)
+    for ports in free.values():
+        ports.sort(reverse=True)  # lowest unused port last
     out: List[Tuple[str, str, int, int]] = []
     remaining = set(links.values())
     while remaining:
-        ready = sorted(l for l in remaining if nxt[l[0]] == l[2] and nxt[l[1]] == l[3])
+        ready = sorted(l for l in remaining
+                       if free[l[0]][-1] == l[2] and free[l[1]][-1] == l[3])
         if not ready:
-            raise TopologyError(f"ports: cannot order the links of {topo.name}")
+            out.extend(sorted(remaining))
+            break
         for l in ready:
-            if nxt[l[0]] == l[2] and nxt[l[1]] == l[3]:
+            if free[l[0]][-1] == l[2] and free[l[1]][-1] == l[3]:
                 out.append(l)
                 remaining.discard(l)
-                nxt[l[0]] += 1
-                nxt[l[1]] += 1
+                free[l[0]].pop()
+                free[l[1]].pop()
     return out
 
 
@@ -133,10 +154,11 @@ class DefinedTopo(Topo):
         topo = definition if isinstance(definition, Topology) else build_topology(
             definition, None if bw_mbps is None else float(bw_mbps) * 1e6)
         self.definition = topo
+        self.prefix_len = host_prefix_len(topo)
         g = topo.graph
         for h in topo.hosts:
             d = g.nodes[h]
-            self.addHost(h, ip=f"{d['ip']}/{HOST_PREFIX_LEN}", mac=d["mac"])
+            self.addHost(h, ip=f"{d['ip']}/{self.prefix_len}", mac=d["mac"])
         for s in topo.switches:
             self.addSwitch(s, dpid=dpid_hex(g.nodes[s]["dpid"]), protocols="OpenFlow13")
         base = min((g.edges[u, v]["capacity_bps"] for u, v in g.edges
@@ -181,6 +203,14 @@ def mn_topo(kind: Optional[str], defaults: Tuple = ()):
                                or not bw > 0):
             raise TopologyError(f"bw: must be a positive number of Mbit/s, got {bw!r}")
         args = args or defaults
+        if kind == "file":
+            if not args:
+                raise TopologyError("file: missing its path, e.g. --topo file,ring.yaml")
+            spec = "file:" + ",".join(str(a) for a in args)
+            if bw is None:  # shaped at the file's own speeds
+                from topologies import reference_bps
+                bw = reference_bps(build_topology(spec)) / 1e6
+            return DefinedTopo(spec, bw_mbps=float(bw))
         if kind is None:
             if not args:
                 raise TopologyError("spec: missing, e.g. --topo spec,leafspine:2,2,2")
@@ -199,6 +229,7 @@ topos = {
     "vl2": mn_topo("vl2", (4, 4, 2)),
     "leafspine": mn_topo("leafspine", (3, 3, 3)),
     "spec": mn_topo(None, ("leafspine:3,3,3",)),
+    "file": mn_topo("file"),
 }
 
 from mininet.node import OVSSwitch, RemoteController  # noqa: E402
