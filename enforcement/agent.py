@@ -43,7 +43,6 @@ Source: RAPIER (INFOCOM 2015) Section IV, rates enforced at end hosts.
 from __future__ import annotations
 
 import argparse
-import hmac
 import json
 import logging
 import os
@@ -60,8 +59,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Callable, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
+from rapier_app.errors import RapierError
+from rapier_app.httpjson import TOKEN_RE, RequestError, bearer_ok, short
+
 from . import tc
-from .tc import Command, RequestError, TcError, TcState, short
+from .tc import Command, TcError, TcState
 
 LOG = logging.getLogger("rapier-agent")
 #: Where the agent listens unless ``--listen`` says otherwise (a Unix socket, 0600).
@@ -79,8 +81,6 @@ DEFAULT_TIMEOUT_S = 10.0
 BUSY_WAIT_S = 1.0
 #: Environment variable holding the bearer token (alternative to ``--token-file``).
 TOKEN_ENV = "RAPIER_AGENT_TOKEN"
-#: Tokens: at least 16 characters of RFC 6750's ``b64token`` alphabet.
-TOKEN_RE = re.compile(r"^[A-Za-z0-9\-._~+/]{16,}=*$")
 
 
 def run_tc(cmd: Command) -> None:
@@ -225,7 +225,7 @@ class Enforcer:
             others = [l for l in self.state.limits() if l.flow_id != lim.flow_id]
             for o in others:
                 if o.match == lim.match:
-                    raise RequestError("flow", f"same packet match as flow {o.flow_id!r}")
+                    raise RequestError(400, "flow", f"same packet match as flow {o.flow_id!r}")
             cur = {l.flow_id: l for l in others}
             cur[lim.flow_id] = lim
             return self.replace_all(list(cur.values()))
@@ -250,7 +250,7 @@ class Enforcer:
 # ---------------------------------------------------------------------------------
 # HTTP
 # ---------------------------------------------------------------------------------
-class HttpError(Exception):
+class HttpError(RapierError):
     """An HTTP error response: status and message."""
 
     def __init__(self, status: int, message: str):
@@ -273,7 +273,7 @@ def handle(enforcer: Enforcer, method: str, path: str, body: Optional[bytes],
     try:
         return _route(enforcer, method, path.split("?", 1)[0], body, max_flows)
     except RequestError as exc:
-        return 400, {"error": str(exc), "field": exc.field}
+        return exc.status, exc.to_json()
     except HttpError as exc:
         return exc.status, {"error": str(exc)}
     except TcError as exc:
@@ -284,20 +284,20 @@ def handle(enforcer: Enforcer, method: str, path: str, body: Optional[bytes],
 
 
 def _no_constant(name: str):
-    raise RequestError("body", f"invalid JSON: {name} is not JSON")
+    raise RequestError(400, "body", f"invalid JSON: {name} is not JSON")
 
 
 def _json(body: Optional[bytes]):
     if not body:
-        raise RequestError("body", "missing JSON body")
+        raise RequestError(400, "body", "missing JSON body")
     try:
         return json.loads(body.decode("utf-8"), parse_constant=_no_constant)
     except RecursionError:
-        raise RequestError("body", "invalid JSON: nested too deeply") from None
+        raise RequestError(400, "body", "invalid JSON: nested too deeply") from None
     except RequestError:
         raise
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, too many digits
-        raise RequestError("body", f"invalid JSON: {short(str(exc), 120)}") from None
+        raise RequestError(400, "body", f"invalid JSON: {short(str(exc), 120)}") from None
 
 
 def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes],
@@ -338,7 +338,7 @@ def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes],
         obj = _json(body)
         if isinstance(obj, dict):
             if obj.get("flow_id", fid) != fid:
-                raise RequestError("flow_id", f"{short(obj['flow_id'])} differs from the "
+                raise RequestError(400, "flow_id", f"{short(obj['flow_id'])} differs from the "
                                               f"URL's {short(fid)}")
             obj = {**obj, "flow_id": fid}
         n = enf.set_one(tc.parse_limit(obj, "flow"))
@@ -375,10 +375,7 @@ class _Handler(BaseHTTPRequestHandler):
         token = self.server.token
         if not token or (self.command == "GET" and self.path.split("?", 1)[0] == "/v1/health"):
             return True
-        scheme, _, cred = (self.headers.get("Authorization") or "").partition(" ")
-        ok = hmac.compare_digest(cred.strip().encode("latin-1", "replace"),
-                                 token.encode("latin-1", "replace"))
-        return ok and scheme.lower() == "bearer"
+        return bearer_ok(self.headers.get("Authorization") or "", token)
 
     def _serve(self) -> None:
         length = self.headers.get("Content-Length")

@@ -27,9 +27,11 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-import reprlib
 from dataclasses import dataclass, replace
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from rapier_app.errors import RapierError
+from rapier_app.httpjson import RequestError, short
 
 #: Handle of the agent's root qdisc (``1:``).
 ROOT_HANDLE = "1:"
@@ -51,42 +53,15 @@ MAX_FLOW_ID_LEN = 200
 #: ``_ . : / -`` (the controller's ids are ``<coflow id>/<index>``): nothing that could
 #: forge a log line or a path.
 FLOW_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,199}$")
-#: Error messages quote at most this many characters of the input.
-QUOTE_CHARS = 64
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, QUOTE_CHARS, QUOTE_CHARS, 24
-_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 4
 FLOW_FIELDS = ("flow_id", "src_ip", "dst_ip", "proto", "dst_port", "src_port", "rate_bps")
 REQUIRED_FIELDS = ("flow_id", "src_ip", "dst_ip", "rate_bps")
 
 Command = List[str]
 
 
-class TcError(RuntimeError):
+class TcError(RapierError, RuntimeError):
     """A tc command failed (by subprocess or netlink); the message holds the command
     and the tool's or kernel's error text."""
-
-
-def short(value, limit: int = QUOTE_CHARS) -> str:
-    """``repr(value)`` cut to at most ``limit`` characters (plus ``...``): what error
-    messages and logs quote of a request, whatever its size or nesting."""
-    try:
-        text = _REPR.repr(value)
-    except Exception:  # noqa: BLE001 -- quoting must never fail an error path
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-class RequestError(ValueError):
-    """A request field is missing or invalid.
-
-    Attributes:
-        field: the offending field, e.g. ``"flows[2].rate_bps"``.
-    """
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
 
 
 @dataclass(frozen=True)
@@ -134,19 +109,19 @@ def _port(value, field: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(field, f"must be an integer port 1..65535, got {short(value)}")
+        raise RequestError(400, field, f"must be an integer port 1..65535, got {short(value)}")
     if not 1 <= value <= 65535:
-        raise RequestError(field, f"must be in 1..65535, got {short(value)}")
+        raise RequestError(400, field, f"must be in 1..65535, got {short(value)}")
     return value
 
 
 def _ipv4(value, field: str) -> str:
     if not isinstance(value, str):
-        raise RequestError(field, f"must be an IPv4 address string, got {short(value)}")
+        raise RequestError(400, field, f"must be an IPv4 address string, got {short(value)}")
     try:
         return str(ipaddress.IPv4Address(value))
     except ValueError:
-        raise RequestError(field, f"not an IPv4 address: {short(value)}") from None
+        raise RequestError(400, field, f"not an IPv4 address: {short(value)}") from None
 
 
 def parse_limit(obj, where: str = "flow") -> FlowLimit:
@@ -163,30 +138,30 @@ def parse_limit(obj, where: str = "flow") -> FlowLimit:
             the error's ``field`` names it.
     """
     if not isinstance(obj, Mapping):
-        raise RequestError(where, f"must be a JSON object, got {type(obj).__name__}")
+        raise RequestError(400, where, f"must be a JSON object, got {type(obj).__name__}")
     for key in obj:
         if key not in FLOW_FIELDS:
-            raise RequestError(f"{where}.{str(key)[:40]}",
+            raise RequestError(400, f"{where}.{str(key)[:40]}",
                                f"unknown field (known: {', '.join(FLOW_FIELDS)})")
     for key in REQUIRED_FIELDS:
         if key not in obj:
-            raise RequestError(f"{where}.{key}", "missing")
+            raise RequestError(400, f"{where}.{key}", "missing")
     fid = obj["flow_id"]
     if not isinstance(fid, str) or not FLOW_ID_RE.fullmatch(fid):
-        raise RequestError(f"{where}.flow_id",
+        raise RequestError(400, f"{where}.flow_id",
                            f"must be a non-empty string of at most {MAX_FLOW_ID_LEN} characters "
                            f"matching {FLOW_ID_RE.pattern}, got {short(fid)}")
     proto = obj.get("proto", "tcp")
     if not isinstance(proto, str) or proto not in PROTOCOLS:
-        raise RequestError(f"{where}.proto",
+        raise RequestError(400, f"{where}.proto",
                            f"must be one of {sorted(PROTOCOLS)}, got {short(proto)}")
     rate = obj["rate_bps"]
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
             (isinstance(rate, float) and not math.isfinite(rate)):
-        raise RequestError(f"{where}.rate_bps",
+        raise RequestError(400, f"{where}.rate_bps",
                            f"must be a finite number (bit/s), got {short(rate)}")
     if not 0 <= rate <= MAX_RATE_BPS:  # exact for ints of any size (no OverflowError)
-        raise RequestError(f"{where}.rate_bps",
+        raise RequestError(400, f"{where}.rate_bps",
                            f"must be in 0..{MAX_RATE_BPS:.0f} bit/s, got {short(rate)}")
     return FlowLimit(flow_id=fid, src_ip=_ipv4(obj["src_ip"], f"{where}.src_ip"),
                      dst_ip=_ipv4(obj["dst_ip"], f"{where}.dst_ip"), proto=proto,
@@ -205,28 +180,28 @@ def parse_flow_set(body) -> List[FlowLimit]:
             :data:`MAX_FLOWS` flows.
     """
     if not isinstance(body, Mapping):
-        raise RequestError("body", "must be a JSON object {\"flows\": [...]}")
+        raise RequestError(400, "body", "must be a JSON object {\"flows\": [...]}")
     for key in body:
         if key != "flows":
-            raise RequestError(str(key)[:40], "unknown field (expected only 'flows')")
+            raise RequestError(400, str(key)[:40], "unknown field (expected only 'flows')")
     if "flows" not in body:
-        raise RequestError("flows", "missing")
+        raise RequestError(400, "flows", "missing")
     flows = body["flows"]
     if not isinstance(flows, list):
-        raise RequestError("flows", f"must be a list, got {type(flows).__name__}")
+        raise RequestError(400, "flows", f"must be a list, got {type(flows).__name__}")
     if len(flows) > MAX_FLOWS:
-        raise RequestError("flows", f"at most {MAX_FLOWS} flows, got {len(flows)}")
+        raise RequestError(400, "flows", f"at most {MAX_FLOWS} flows, got {len(flows)}")
     out: List[FlowLimit] = []
     ids: Dict[str, int] = {}
     matches: Dict[Tuple, str] = {}
     for i, obj in enumerate(flows):
         lim = parse_limit(obj, f"flows[{i}]")
         if lim.flow_id in ids:
-            raise RequestError(f"flows[{i}].flow_id",
+            raise RequestError(400, f"flows[{i}].flow_id",
                                f"duplicate flow_id {short(lim.flow_id)} "
                                f"(also flows[{ids[lim.flow_id]}])")
         if lim.match in matches:
-            raise RequestError(f"flows[{i}]",
+            raise RequestError(400, f"flows[{i}]",
                                f"same packet match as flow {short(matches[lim.match])}")
         ids[lim.flow_id] = i
         matches[lim.match] = lim.flow_id
@@ -357,7 +332,7 @@ def plan(state: TcState, wanted: Sequence[FlowLimit]) -> Tuple[List[Command], Tc
         RequestError: more than :data:`MAX_FLOWS` flows wanted.
     """
     if len(wanted) > MAX_FLOWS:
-        raise RequestError("flows", f"at most {MAX_FLOWS} flows, got {len(wanted)}")
+        raise RequestError(400, "flows", f"at most {MAX_FLOWS} flows, got {len(wanted)}")
     iface = state.iface
     new = state.copy()
     cmds: List[Command] = []

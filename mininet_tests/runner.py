@@ -51,6 +51,7 @@ from functools import partial
 from typing import Callable, Dict, List, Optional, Sequence
 
 from enforcement import client
+from rapier_app.errors import RapierError
 
 from .topos import DefinedTopo
 from .switchq import SwitchQueueError, check_buckets, fair_queue_lines, host_shaping_lines
@@ -75,7 +76,7 @@ REST_PREFIX = "/rapier/v1"
 SCHEDULE_POLL_S = 0.1
 
 
-class EmulationError(RuntimeError):
+class EmulationError(RapierError, RuntimeError):
     """Something the emulation needs did not come up or a run did not finish."""
 
 

@@ -14,6 +14,7 @@ import time
 from typing import Optional
 
 from enforcement import client
+from rapier_app.errors import RapierError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,7 +26,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class ControllerError(RuntimeError):
+class ControllerError(RapierError, RuntimeError):
     """The controller process exited or its REST API did not answer in time."""
 
 

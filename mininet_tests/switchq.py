@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import List
 
+from rapier_app.errors import RapierError
+
 #: Default number of fair-queueing buckets per switch port (a power of two; u32 hash
 #: tables hold at most 256).
 DEFAULT_BUCKETS = 32
@@ -40,7 +42,7 @@ INNER_RATE_FACTOR = 1.1
 QUANTUM_BYTES = 1514
 
 
-class SwitchQueueError(ValueError):
+class SwitchQueueError(RapierError, ValueError):
     """Bad fair-queue parameters; the message names the parameter."""
 
 

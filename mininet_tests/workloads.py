@@ -33,6 +33,7 @@ import random
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rapier_app.core.model import CoflowSpec, FlowSpec, make_coflow
+from rapier_app.errors import RapierError
 
 #: First TCP destination port given on each receiving host.
 BASE_PORT = 5001
@@ -44,7 +45,7 @@ HEADER_GOODPUT = 1448.0 / 1514.0
 MAX_FLOWS = 200
 
 
-class WorkloadUsageError(ValueError):
+class WorkloadUsageError(RapierError, ValueError):
     """A workload option the emulation cannot run (the message names the option)."""
 
 

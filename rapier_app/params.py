@@ -18,12 +18,14 @@ import math
 import typing
 from typing import Any, Dict, List, Optional, Tuple, Type
 
+from .errors import RapierError
+
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 _NONE = ("none", "null")
 
 
-class ParamError(ValueError):
+class ParamError(RapierError, ValueError):
     """A bad ``--param`` or plugin specification (the message names it)."""
 
 

@@ -16,7 +16,8 @@ import time
 import pytest
 
 from enforcement import agent, client, tc
-from enforcement.tc import FlowLimit, RequestError, TcState
+from enforcement.tc import FlowLimit, TcState
+from rapier_app.httpjson import RequestError
 
 IF = "h1-eth0"
 

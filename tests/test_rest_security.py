@@ -29,6 +29,7 @@ from webob import Request
 import rapier_app.controller as controller_pkg
 from enforcement import agent, client
 from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller
+from rapier_app import httpjson
 from rapier_app.controller import rest, validation
 from rapier_app.controller.core import Settings, SettingsError
 from ryu.app.wsgi import WSGIApplication
@@ -336,12 +337,12 @@ def test_agent_pool_is_bounded_and_idle_connections_time_out():
 # input limits (pure functions)
 # -----------------------------------------------------------------------------------
 def test_short_quotes_at_most_64_characters():
-    assert validation.short("abc") == "'abc'"
-    long = validation.short("x" * 10_000)
+    assert httpjson.short("abc") == "'abc'"
+    long = httpjson.short("x" * 10_000)
     assert len(long) <= 64 + 3 and "..." in long
     nested = [[[[[[["deep"]]]]]]]
-    assert validation.short(nested) == "[[[...]]]"
-    assert len(validation.short(10 ** 4000)) <= 67
+    assert httpjson.short(nested) == "[[[...]]]"
+    assert len(httpjson.short(10 ** 4000)) <= 67
 
 
 @pytest.mark.parametrize("v, ok", [(1, True), (10 ** 15, True), (10 ** 15 + 1, False),
@@ -361,7 +362,7 @@ def test_coflow_id_pattern(cid, ok):
     if ok:
         assert validation.check_coflow_id(cid) == cid
     else:
-        with pytest.raises(validation.RequestError) as ei:
+        with pytest.raises(httpjson.RequestError) as ei:
             validation.check_coflow_id(cid)
         assert ei.value.status == 400 and ei.value.field == "id"
 

@@ -26,9 +26,10 @@ from typing import Any, Optional, Tuple
 
 from enforcement.client import UnixHTTPConnection
 from enforcement.client import connection_for as _connection_for
+from ..errors import RapierError
 
 
-class AgentError(RuntimeError):
+class AgentError(RapierError, RuntimeError):
     """The agent could not be reached, timed out, or answered an error status."""
 
 

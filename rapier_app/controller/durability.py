@@ -24,11 +24,11 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..core.model import CoflowState, make_coflow
+from ..httpjson import RequestError
 from .pushes import FAILED
 from .registry import ACTIVE, CANCELLED, DONE, FlowTrack
 from .rules import Actions
 from .store import CoflowRecord, StoreError
-from .validation import RequestError
 from .views import _jsonable
 
 #: ``?state=`` values of ``GET /coflows``; ``finished`` is done or cancelled.

@@ -42,10 +42,11 @@ from __future__ import annotations
 from typing import Iterable, List, Tuple
 
 from ..core.model import FlowState
+from ..httpjson import RequestError
 from .registry import ACTIVE, DONE
 from .rules import Actions
 from .store import StoreError
-from .validation import RequestError
+
 
 class ProgressMixin:
     """Progress tracking of :class:`.core.ControllerCore` (byte counters ->

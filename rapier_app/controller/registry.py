@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..core.model import CoflowState, WorkloadError, make_coflow
+from ..httpjson import RequestError
 from .rules import Actions, cookie_for
 from .store import CoflowRecord, FlowRecord, StoreError
-from .validation import RequestError, parse_coflow_request
+from .validation import parse_coflow_request
 
 #: The states of a coflow in the registry.
 ACTIVE, DONE, CANCELLED = "active", "done", "cancelled"

@@ -39,7 +39,7 @@ validated before the core mutates).  Ids in URLs must match
 Security (issue 14, ``docs/operations.md``): :func:`configure_listeners` makes REST
 and OpenFlow listen on 127.0.0.1 unless configured otherwise, and refuses a REST
 address off loopback without ``rest_token``; with a token, POST/PUT/DELETE need
-``Authorization: Bearer <token>`` (compared with :func:`hmac.compare_digest`).
+``Authorization: Bearer <token>`` (:func:`rapier_app.httpjson.bearer_ok`).
 
 The controller object behind the routes (``data[APP_KEY]``) needs ``core``
 (:class:`~.core.ControllerCore`, whose ``settings`` give the token and the caps),
@@ -50,7 +50,6 @@ app provides them, tests may pass the app built in-process.
 from __future__ import annotations
 
 import functools
-import hmac
 import ipaddress
 import json
 import logging
@@ -62,9 +61,9 @@ ensure_eventlet_compat()
 
 from ryu.app.wsgi import ControllerBase, Response, route  # noqa: E402
 
+from ..httpjson import RequestError, bearer_ok, short  # noqa: E402
 from .settings import Settings, SettingsError  # noqa: E402
-from .validation import (RequestError, check_coflow_id, check_flow_count,  # noqa: E402
-                         decode_json_body, short)
+from .validation import check_coflow_id, check_flow_count, decode_json_body  # noqa: E402
 
 LOG = logging.getLogger(__name__)
 
@@ -178,11 +177,7 @@ def _method(req) -> str:
 
 def _check_token(req, token: str) -> None:
     """Raise RequestError 401 unless ``req`` carries ``Authorization: Bearer token``."""
-    got = req.environ.get("HTTP_AUTHORIZATION", "")
-    scheme, _, cred = got.partition(" ")
-    ok = hmac.compare_digest(cred.strip().encode("latin-1", "replace"),
-                             token.encode("latin-1", "replace"))
-    if scheme.lower() != "bearer" or not ok:
+    if not bearer_ok(req.environ.get("HTTP_AUTHORIZATION", ""), token):
         raise RequestError(401, "authorization",
                            "missing or wrong bearer token (Authorization: Bearer <token>)")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import re
 import textwrap
 from dataclasses import dataclass, field, fields, make_dataclass
 from importlib import resources
@@ -28,10 +27,8 @@ except ModuleNotFoundError:  # Python < 3.11: the tomli backport, same API
 
 from topologies import Topology
 
-
-#: Bearer tokens (``rest_token``, ``agent_token``): RFC 6750 ``b64token`` characters,
-#: at least 16 of them.
-TOKEN_RE = re.compile(r"^[A-Za-z0-9\-._~+/]{16,}=*$")
+from ..errors import RapierError
+from ..httpjson import TOKEN_RE
 
 
 #: Default database file (relative to the working directory) unless the environment
@@ -44,11 +41,11 @@ def default_state_db() -> str:
     return os.environ.get("RAPIER_STATE_DB", DEFAULT_STATE_DB)
 
 
-class SettingsError(ValueError):
+class SettingsError(RapierError, ValueError):
     """A controller option has a bad value; the message starts with its name."""
 
 
-class OptionTableError(ValueError):
+class OptionTableError(RapierError, ValueError):
     """The option table (``options.toml``) is malformed; the message names the file,
     the option and the key at fault."""
 

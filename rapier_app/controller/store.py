@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ..errors import RapierError
+
 #: Version of the schema below (``PRAGMA user_version``).
 SCHEMA_VERSION = 1
 
@@ -66,7 +68,7 @@ CREATE INDEX flows_coflow ON flows (coflow_id, idx);
 """
 
 
-class StoreError(RuntimeError):
+class StoreError(RapierError, RuntimeError):
     """The database cannot be used: corrupt, from a newer version, or a failed write.
     The message names the file."""
 

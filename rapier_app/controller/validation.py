@@ -1,8 +1,8 @@
 """Validation of the REST requests (``POST /coflows``) against the topology.
 
-:func:`parse_coflow_request` raises :class:`RequestError` (HTTP status + the
-offending field, e.g. ``flows[1].size_bytes``) before the core touches any state, so
-that bad input changes nothing.  Units: bytes for sizes.
+:func:`parse_coflow_request` raises :class:`~rapier_app.httpjson.RequestError` (HTTP
+status + the offending field, e.g. ``flows[1].size_bytes``) before the core touches
+any state, so that bad input changes nothing.  Units: bytes for sizes.
 
 Limits (issue 14; ``docs/operations.md``):
 
@@ -14,18 +14,22 @@ Limits (issue 14; ``docs/operations.md``):
 * bodies: UTF-8 JSON (no ``NaN``/``Infinity``), nested too deep is 400, more bytes
   than the cap or more flows than the cap is 413 (:func:`decode_json_body`,
   :func:`check_flow_count`);
-* error messages quote at most :data:`QUOTE_CHARS` characters of the input
-  (:func:`short`).
+* error messages quote at most :data:`~rapier_app.httpjson.QUOTE_CHARS` characters
+  of the input (:func:`~rapier_app.httpjson.short`).
+
+:class:`~rapier_app.httpjson.RequestError` and :func:`~rapier_app.httpjson.short` are
+shared with the host agent (:mod:`rapier_app.httpjson`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import reprlib
 from typing import Any, Dict, Optional, Tuple
 
 from topologies import Topology, TopologyError
+
+from ..httpjson import RequestError, short
 
 #: Coflow ids are used in URLs: 1-128 characters of a safe alphabet, starting with a
 #: letter or digit (so never ``.`` or ``..``).
@@ -35,38 +39,6 @@ COFLOW_ID_RE = re.compile(COFLOW_ID_PATTERN)
 MAX_SIZE_BYTES = 10 ** 15
 #: Range of coflow weights accepted.
 MIN_WEIGHT, MAX_WEIGHT = 1e-6, 1e6
-#: Error messages quote at most this many characters of the input.
-QUOTE_CHARS = 64
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, QUOTE_CHARS, QUOTE_CHARS, 24
-_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 4
-
-
-def short(value, limit: int = QUOTE_CHARS) -> str:
-    """``repr(value)`` cut to at most ``limit`` characters (plus ``...``), for error
-    messages and logs: never the whole input, whatever its size or nesting depth."""
-    try:
-        text = _REPR.repr(value)
-    except Exception:  # noqa: BLE001 -- a repr must never fail an error path
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-class RequestError(ValueError):
-    """Bad REST input.  ``status`` is the HTTP status (400 or 404), ``field`` the
-    offending field (``flows[1].size_bytes``), ``message`` the explanation."""
-
-    def __init__(self, status: int, field_name: str, message: str):
-        super().__init__(f"{field_name}: {message}")
-        self.status = status
-        self.field = field_name
-        self.message = message
-
-    def to_json(self) -> Dict[str, Any]:
-        """The JSON error body: ``{"error": "field: message", "field": field}``."""
-        return {"error": str(self), "field": self.field}
-
 
 FLOW_KEYS = {"src", "dst", "size_bytes", "dst_port"}
 COFLOW_KEYS = {"flows", "id", "weight"}
@@ -188,7 +160,7 @@ def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
         dst_port not an int in 1..65535, a flow repeated in the request (same src,
         dst, dst_port), ``id`` not matching :data:`COFLOW_ID_PATTERN`, ``weight``
         outside [:data:`MIN_WEIGHT`, :data:`MAX_WEIGHT`].  Messages quote at most
-        :data:`QUOTE_CHARS` characters of the input.
+        :data:`~rapier_app.httpjson.QUOTE_CHARS` characters of the input.
     """
     body = decode_json_body(body)
     if not isinstance(body, dict):

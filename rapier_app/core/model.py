@@ -21,12 +21,14 @@ from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import List, Optional, Sequence, Tuple
 
+from ..errors import RapierError
 
-class InformationError(RuntimeError):
+
+class InformationError(RapierError, RuntimeError):
     """A non-clairvoyant scheduler asked for a flow size it may not know."""
 
 
-class WorkloadError(ValueError):
+class WorkloadError(RapierError, ValueError):
     """Bad workload input: the message names the field (and line, for traces)."""
 
 

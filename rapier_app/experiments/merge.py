@@ -14,9 +14,10 @@ import os
 from typing import Dict, List, Sequence, Tuple
 
 from .sweeps import RUN_FIELDS, append_runs, read_runs, run_key
+from ..errors import RapierError
 
 
-class MergeConflict(ValueError):
+class MergeConflict(RapierError, ValueError):
     """Two input rows are the same run (same point, seed and scheme) with different
     average CCTs, or the inputs mix decision points."""
 

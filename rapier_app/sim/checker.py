@@ -77,6 +77,7 @@ import numpy as np
 from topologies import Topology
 
 from ..core.model import CoflowSpec
+from ..errors import RapierError
 
 BITS = 8.0
 LEVELS = (None, "path", "candidates")
@@ -84,7 +85,7 @@ LEVELS = (None, "path", "candidates")
 CAP_TOL = 1e-9
 
 
-class CheckError(ValueError):
+class CheckError(RapierError, ValueError):
     """The checker's input is malformed (names the field / record)."""
 
 
