@@ -55,10 +55,6 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-#: The name this class had in the agent's tests before issue 15.
-_UnixConnection = UnixHTTPConnection
-
-
 def connection_for(base: str, timeout: float) -> Tuple[http.client.HTTPConnection, str]:
     """A (not yet connected) connection and the path prefix for a base address.
 

@@ -232,7 +232,7 @@ def test_http_bad_requests_get_400_naming_field(served):
     assert st == 400 and obj["field"] == "flow_id"
     assert len(rec.cmds) == n  # nothing applied
     # malformed JSON
-    conn = client._UnixConnection(base[5:], 5)
+    conn = client.UnixHTTPConnection(base[5:], 5)
     conn.request("PUT", "/v1/flows", body=b"{not json", headers={"Content-Length": "9"})
     resp = conn.getresponse()
     assert resp.status == 400 and "invalid JSON" in json.loads(resp.read())["error"]

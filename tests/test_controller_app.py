@@ -20,8 +20,10 @@ from webob import Request
 
 import rapier_app.controller as controller_pkg
 from rapier_app.controller import agent_client, ofmsgs
-from rapier_app.controller.core import (COOKIE_TAG, COOKIE_TAG_MASK, AgentPush, FlowRule,
-                                        GroupRule, Settings, cookie_for)
+from rapier_app.controller.pushes import AgentPush
+from rapier_app.controller.rules import (COOKIE_TAG, COOKIE_TAG_MASK, FlowRule, GroupRule,
+                                         cookie_for)
+from rapier_app.controller.settings import Settings
 from ryu.app.wsgi import WSGIApplication
 from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 

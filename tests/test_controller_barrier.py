@@ -16,7 +16,8 @@ import pytest
 
 import rapier_app.controller as controller_pkg
 from rapier_app.controller import ofmsgs
-from rapier_app.controller.core import FlowRule, Settings
+from rapier_app.controller.rules import FlowRule
+from rapier_app.controller.settings import Settings
 from rapier_app.controller.ledger import RuleLedger
 from ryu.app.wsgi import WSGIApplication
 from ryu.ofproto import ofproto_v1_3 as ofp

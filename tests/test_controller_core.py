@@ -11,11 +11,13 @@ import struct
 
 import pytest
 
-from rapier_app.controller import core as C
-from rapier_app.controller.core import (ControllerCore, RequestError, Settings, SettingsError,
-                                        build_arp_reply, build_scheduler, check_observed,
-                                        cookie_for, default_forwarding, make_core,
-                                        parse_arp_request, parse_coflow_request)
+from rapier_app.controller import rules as C
+from rapier_app.controller.arp import build_arp_reply, parse_arp_request
+from rapier_app.controller.core import ControllerCore, make_core
+from rapier_app.controller.rules import check_observed, cookie_for, default_forwarding
+from rapier_app.controller.settings import Settings, SettingsError, build_scheduler
+from rapier_app.controller.validation import parse_coflow_request
+from rapier_app.httpjson import RequestError
 from topologies import build_topology
 
 from test_controller_fakes import FakeFabric, PinnedScheduler, tcp_pkt

@@ -15,7 +15,10 @@ import pytest
 from webob import Request
 
 import rapier_app.controller as controller_pkg
-from rapier_app.controller.core import RequestError, Settings, SettingsError, cookie_for, make_core
+from rapier_app.controller.core import make_core
+from rapier_app.controller.rules import cookie_for
+from rapier_app.controller.settings import Settings, SettingsError
+from rapier_app.httpjson import RequestError
 from rapier_app.controller.store import SCHEMA_VERSION, CoflowRecord, FlowRecord, Store, StoreError
 from ryu.app.wsgi import WSGIApplication
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from rapier_app.controller.core import FlowRule, GroupRule
+from rapier_app.controller.rules import FlowRule, GroupRule
 from rapier_app.core.model import Allocation, Schedule
 
 

@@ -75,7 +75,8 @@ def test_without_stats_completion_only_the_report_finishes_a_flow():
     from ryu.app.wsgi import WSGIApplication
 
     import rapier_app.controller as controller_pkg
-    from rapier_app.controller.core import Settings, cookie_for
+    from rapier_app.controller.rules import cookie_for
+    from rapier_app.controller.settings import Settings
 
     wsgi = WSGIApplication()
     a = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
@@ -98,7 +99,7 @@ def test_without_stats_completion_only_the_report_finishes_a_flow():
 
 
 def test_stats_completion_must_be_a_bool():
-    from rapier_app.controller.core import Settings, SettingsError
+    from rapier_app.controller.settings import Settings, SettingsError
 
     with pytest.raises(SettingsError, match="stats_completion"):
         Settings(stats_completion="no").validate()

@@ -1,7 +1,6 @@
-"""The pure pieces the controller core was split into (issue 15): the rule diff and
-the push book, on hand-made inputs; and that the old import path still serves them."""
+"""The pure pieces the controller core was split into: the rule diff and the push
+book, on hand-made inputs."""
 
-from rapier_app.controller import core
 from rapier_app.controller.pushes import FAILED, AgentPush, PushBook, flow_limit
 from rapier_app.controller.rules import FlowRule, diff_rules, tcp_match
 
@@ -44,9 +43,3 @@ def test_push_book_pushes_changes_only_and_retries_failures():
         b'{"flows": [{"flow_id": "c1/0", "src_ip": "10.0.0.1", "dst_ip": "10.0.0.5", '
         b'"proto": "tcp", "dst_port": 5001, "rate_bps": 3}]}')
 
-
-def test_old_import_path_serves_the_same_objects():
-    from rapier_app.controller import registry, rules, settings, validation
-    assert core.FlowRule is rules.FlowRule and core.Settings is settings.Settings
-    assert core.RequestError is validation.RequestError and core.FlowTrack is registry.FlowTrack
-    assert core.cookie_for(1) == core.COOKIE_TAG | 2

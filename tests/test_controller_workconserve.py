@@ -25,7 +25,9 @@ import math
 
 import pytest
 
-from rapier_app.controller.core import Settings, cookie_for, make_core
+from rapier_app.controller.core import make_core
+from rapier_app.controller.rules import cookie_for
+from rapier_app.controller.settings import Settings
 
 MB = 1e6  # bytes
 GBPS = 1e9  # bit/s

@@ -22,7 +22,7 @@ from webob import Request
 from enforcement import client
 from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller
 from rapier_app.controller import reconcile
-from rapier_app.controller.core import COOKIE_TAG, FlowRule
+from rapier_app.controller.rules import COOKIE_TAG, FlowRule
 from rapier_app.controller.pushes import PushBook
 from rapier_app.controller.worker import DecisionWorker
 from ryu.app.wsgi import WSGIApplication
@@ -36,7 +36,7 @@ MB = 1 << 20
 
 def rest_app(**kw):
     import rapier_app.controller as controller_pkg
-    from rapier_app.controller.core import Settings
+    from rapier_app.controller.settings import Settings
 
     wsgi = WSGIApplication()
     opts = dict(scheduler="rapier", topology="leafspine:3,3,3", agent_url="", state_db="")

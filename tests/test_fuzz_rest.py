@@ -43,7 +43,7 @@ from webob import Request
 
 import rapier_app.controller as controller_pkg
 from enforcement import agent
-from rapier_app.controller.core import Settings
+from rapier_app.controller.settings import Settings
 from ryu.app.wsgi import WSGIApplication
 from test_controller_app import FakeDatapath  # records what is sent
 

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from rapier_app.experiments.fabrics import FABRICS, fabric
-from rapier_app.experiments.sweeps import (EXPERIMENTS, improvement, mean_ci95, summarize)
+from rapier_app.experiments.sweeps import EXPERIMENTS, improvement, summarize
+from rapier_app.sim.metrics import mean_ci95
 
 
 def test_mean_ci95_hand_computed():

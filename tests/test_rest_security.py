@@ -31,7 +31,7 @@ from enforcement import agent, client
 from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller
 from rapier_app import httpjson
 from rapier_app.controller import rest, validation
-from rapier_app.controller.core import Settings, SettingsError
+from rapier_app.controller.settings import Settings, SettingsError
 from ryu.app.wsgi import WSGIApplication
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +56,18 @@ def call(app, method, path, body=None, auth=None):
         req.headers["Authorization"] = auth
     resp = req.get_response(app.wsgi)
     return resp.status_int, json.loads(resp.body), resp.headers
+
+
+def test_post_goes_through_the_apps_one_submit(monkeypatch):
+    """The route calls ``RapierController.submit`` (the one submit path); without a
+    running decision worker the coflow is decided before the reply."""
+    app = make_app()
+    seen, real = [], app.submit
+    monkeypatch.setattr(app, "submit", lambda body: seen.append(body) or real(body))
+    st, body, _ = call(app, "POST", "/rapier/v1/coflows", {"flows": [FLOW], "id": "a"})
+    assert st == 201 and seen == [{"flows": [FLOW], "id": "a"}]
+    assert body["coflow"]["decision"] == "scheduled" and app.core.queued() == []
+    assert not hasattr(app, "submit_async")
 
 
 # -----------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ Layout (Faucet style, see ``shared/STYLE.md``):
 * :mod:`.core` -- pure: coflow registry, request validation, schedule -> rule diffs,
   default forwarding, proxy ARP, progress from byte counters (no Ryu import); split
   by concern into :mod:`.settings`, :mod:`.validation`, :mod:`.registry`,
-  :mod:`.rules`, :mod:`.pushes`, :mod:`.progress`, :mod:`.views` and :mod:`.arp`,
-  with every name still importable from :mod:`.core`;
+  :mod:`.rules`, :mod:`.pushes`, :mod:`.progress`, :mod:`.views` and :mod:`.arp`
+  (each name imported from the module that defines it);
 * :mod:`.agent_client` -- HTTP/JSON client of the host agents (TCP or Unix socket);
 * :mod:`.ofmsgs` -- rule data -> OpenFlow 1.3 messages;
 * :mod:`.rest` -- the REST API on Ryu's WSGI server (``/rapier/v1``);

@@ -24,8 +24,8 @@ import http.client
 import json
 from typing import Any, Optional, Tuple
 
-from enforcement.client import UnixHTTPConnection
 from enforcement.client import connection_for as _connection_for
+
 from ..errors import RapierError
 
 
@@ -102,5 +102,4 @@ def health(base_url: str, timeout: float = 1.0) -> bool:
     return status == 200 and isinstance(data, dict) and data.get("ok") is True
 
 
-__all__ = ["AgentError", "UnixHTTPConnection", "connection_for", "health", "put_flows",
-           "request"]
+__all__ = ["AgentError", "connection_for", "health", "put_flows", "request"]

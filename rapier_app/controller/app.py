@@ -64,8 +64,9 @@ from ryu.topology import event as topo_event  # noqa: E402
 from . import agent_client, links as linkmod, ofmsgs  # noqa: E402
 from .httpserver import configure_wsgi_server  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
-from .core import Actions, Settings, make_core, missing_switches  # noqa: E402
-from .settings import OPTIONS  # noqa: E402
+from .core import make_core  # noqa: E402
+from .rules import Actions, missing_switches  # noqa: E402
+from .settings import OPTIONS, Settings  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
@@ -259,17 +260,16 @@ class RapierController(app_manager.RyuApp):
 
     # -- REST facade ------------------------------------------------------------------
     def submit(self, body) -> Dict[str, Any]:
-        """Accept a coflow (``POST``); raises RequestError for bad input (nothing
-        written) and 503 when the database refuses the write."""
-        c, _ = self._core_call(lambda now: self.core.submit(body, now))
-        with self._lock:
-            return self.core.coflow_view(c.coflow_id)
+        """``POST /coflows``: validate, write to the database and queue the coflow for
+        the decision worker (:mod:`.worker`); returns its view (``decision``:
+        ``queued``) without waiting for the scheduler.  Without a running worker (the
+        app built in-process, never started) the decision is taken here, before
+        returning.
 
-    def submit_async(self, body) -> Dict[str, Any]:
-        """``POST``: validate, write to the database and queue the coflow for the
-        decision worker (:mod:`.worker`); returns its view (``decision``: ``queued``)
-        without waiting for the scheduler.  Without a running worker (the app built
-        in-process, never started) the decision is taken here, before returning."""
+        Raises:
+            RequestError: 400/413 for bad input (nothing written), 503 when the
+            database refuses the write.
+        """
         with self._lock:
             c, _ = self.core.submit(body, self.now(), schedule=False)
             view = self.core.coflow_view(c.coflow_id)

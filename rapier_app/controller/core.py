@@ -2,9 +2,9 @@
 
 Faucet-style (see ``shared/STYLE.md``): the Ryu shell (:mod:`.app`) translates
 events into calls on :class:`ControllerCore` and sends what they return.  The core
-returns OpenFlow rules and agent rate pushes *as data* (:class:`FlowRule`,
-:class:`GroupRule`, :class:`AgentPush`), so everything here is tested without a
-switch, a host agent or a running Ryu.  Time is passed in (``now`` in seconds since
+returns OpenFlow rules and agent rate pushes *as data* (:class:`~.rules.FlowRule`,
+:class:`~.rules.GroupRule`, :class:`~.pushes.AgentPush`), so everything here is
+tested without a switch, a host agent or a running Ryu.  Time is passed in (``now`` in seconds since
 the controller started).
 
 Units everywhere: sizes and byte counters in bytes, rates in bit/s, times in
@@ -12,9 +12,9 @@ seconds.
 
 What the core does (the controller part of the issue):
 
-* validates REST requests (:func:`parse_coflow_request`), raising
-  :class:`RequestError` (HTTP status + the offending field) before touching any
-  state, so that bad input changes nothing;
+* validates REST requests (:func:`~.validation.parse_coflow_request`), raising
+  :class:`~rapier_app.httpjson.RequestError` (HTTP status + the offending field)
+  before touching any state, so that bad input changes nothing;
 * keeps the registry of coflows (``active`` / ``done`` / ``cancelled``) as
   :class:`~rapier_app.core.model.CoflowState` objects shared with the scheduler, as
   the simulator does (one :class:`~rapier_app.core.model.InfoPolicy`);
@@ -33,11 +33,12 @@ What the core does (the controller part of the issue):
 Completion detection (how byte counters become finished flows) is documented in
 :mod:`.progress`.
 
-Layout (issue 15: the core split by concern; every name importable from here as
-before):
+Layout (the core split by concern; each name is imported from the module that
+defines it):
 
 * :mod:`.settings` -- :class:`Settings`, :func:`build_scheduler`;
-* :mod:`.validation` -- :func:`parse_coflow_request`, :class:`RequestError`;
+* :mod:`.validation` -- :func:`~.validation.parse_coflow_request` (raising
+  :class:`~rapier_app.httpjson.RequestError`);
 * :mod:`.registry` -- the coflow registry (:class:`~.registry.RegistryMixin`:
   submit, get, cancel, active) and :class:`FlowTrack`;
 * :mod:`.rules` -- rules as data, default forwarding, topology checks,
@@ -59,24 +60,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from topologies import Topology, TopologyError, build_topology
 
 from ..core.model import CoflowState, FlowState, InfoPolicy, Schedule
-from .arp import _mac_bytes, _mac_str, build_arp_reply, parse_arp_request  # noqa: F401
+from .arp import build_arp_reply, parse_arp_request
 from .durability import DurabilityMixin
 from .ledger import RuleLedger
 from .progress import ProgressMixin
 from .reconcile import Repair, diff_table, entry_from_stats
-from .pushes import AgentPush, PushBook, flow_limit  # noqa: F401
-from .registry import (ACTIVE, CANCELLED, DONE, FALLBACK, QUEUED, SCHEDULED,  # noqa: F401
-                       FlowTrack, RegistryMixin)
-from .rules import (COOKIE_DEFAULT, COOKIE_TAG, COOKIE_TAG_MASK, ETH_TYPE_ARP,  # noqa: F401
-                    ETH_TYPE_IP, IP_PROTO_TCP, OFPP_CONTROLLER, PRIORITY_ARP, PRIORITY_COFLOW,
-                    PRIORITY_DEFAULT, Actions, FlowRule, GroupRule, _switch_neighbours,
-                    check_observed, cookie_for, default_forwarding, diff_rules,
-                    missing_switches, tcp_match)
+from .pushes import PushBook, flow_limit
+from .registry import FALLBACK, QUEUED, SCHEDULED, FlowTrack, RegistryMixin
+from .rules import (PRIORITY_COFLOW, Actions, FlowRule, check_observed, default_forwarding,
+                    diff_rules, tcp_match)
 from .settings import Settings, SettingsError, build_scheduler
 from .store import Store, StoreError
-from .validation import (COFLOW_ID_RE, COFLOW_KEYS, FLOW_KEYS, RequestError,  # noqa: F401
-                         _number, parse_coflow_request, resolve_host)
-from .views import ViewsMixin, _jsonable  # noqa: F401
+from .views import ViewsMixin
 
 BITS = 8.0
 
@@ -527,7 +522,4 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
     return ControllerCore(topo, sched, settings, log, store)
 
 
-__all__ = ["Actions", "AgentPush", "ControllerCore", "FlowRule", "GroupRule", "RequestError",
-           "Settings", "SettingsError", "build_arp_reply", "build_scheduler", "check_observed",
-           "default_forwarding", "make_core", "missing_switches", "parse_arp_request",
-           "parse_coflow_request", "tcp_match"]
+__all__ = ["ControllerCore", "make_core"]

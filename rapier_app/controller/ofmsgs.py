@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence
 
-from .core import COOKIE_TAG, COOKIE_TAG_MASK, FlowRule, GroupRule
+from .rules import COOKIE_TAG, COOKIE_TAG_MASK, FlowRule, GroupRule
 
 
 def actions_for(dp, actions: Sequence[tuple]) -> List[Any]:

@@ -58,23 +58,28 @@ class RegistryMixin:
 
     Uses the core's ``topology``, ``policy``, ``coflows``, ``state``, ``ended_s``,
     ``tracks``, ``flow_by_cookie``, ``_dpid``, ``_next_cookie``, ``_next_auto``,
-    ``store`` (a :class:`~.store.Store` or None), and its :meth:`reschedule` and
-    ``_log``.
+    ``store`` (a :class:`~.store.Store` or None), and its :meth:`reschedule`, :meth:`decide`
+    and ``_log``.
     """
 
     # -- REST operations ------------------------------------------------------------
     def submit(self, body, now: float, schedule: bool = True) -> Tuple[CoflowState, Actions]:
-        """Accept a new coflow (``POST /coflows``) and reschedule.
+        """Accept a new coflow (``POST /coflows``): validate, record it (``decision``
+        ``queued``), then decide.
+
+        The one way a coflow enters the controller: the Ryu app
+        (:meth:`~.app.RapierController.submit`, behind the REST route) passes
+        ``schedule=False`` and leaves :meth:`decide` to the decision worker
+        (:mod:`.worker`); the in-process core (tests) decides here.
 
         Args:
             body: request body (see :func:`parse_coflow_request`).
             now: current time in seconds; becomes the coflow's arrival time.
-            schedule: False: only accept and record it (``decision`` ``queued``); the
-                decision worker (:mod:`.worker`) calls :meth:`decide` for it later
-                and the returned Actions are empty.
+            schedule: True: run :meth:`decide` at ``now`` before returning; False:
+                only accept and record it (the returned Actions are empty).
 
         Returns:
-            (the coflow's state, the actions of the reschedule).
+            (the coflow's state, the actions of the decision).
 
         Raises:
             RequestError: 400 for bad input, duplicate coflow id, or a flow whose
@@ -134,7 +139,7 @@ class RegistryMixin:
         self.decision[cid] = QUEUED
         if not schedule:
             return c, Actions()
-        return c, self.reschedule(now)
+        return c, self.decide(now)
 
     def get(self, cid: str) -> CoflowState:
         """The coflow ``cid``.  Raises RequestError 404 naming ``id``."""

@@ -261,13 +261,12 @@ class RapierRestController(ControllerBase):
         """Register a coflow; 201 with its id and state once it is validated and
         written to the database (413 above the body or flow caps, 400 for bad input).
         Scheduling and rule pushes happen after the reply, in the decision worker
-        (issue 14; ``coflow.decision`` is ``queued`` until then; apps without
-        ``submit_async`` decide before replying)."""
+        (``coflow.decision`` is ``queued`` until then; see
+        :meth:`~.app.RapierController.submit`)."""
         settings = self.app.core.settings
         body = decode_json_body(read_body(req, settings.max_body_bytes))
         check_flow_count(body, settings.max_flows_per_coflow)
-        submit = getattr(self.app, "submit_async", None) or self.app.submit
-        view = submit(body)
+        view = self.app.submit(body)
         return 201, {"id": view["id"], "coflow": view}
 
     @route("rapier", PREFIX + "/coflows", methods=["GET"])

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from topologies import Topology, TopologyError, build_topology
+from topologies import Topology, build_topology
 
 from .model import CoflowSpec, FlowSpec, WorkloadError, make_coflow
 
