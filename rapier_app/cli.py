@@ -96,6 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--handoff-jitter", type=float, default=0.0, metavar="S",
                    help="with --handoff-delay: each raise waits a further uniform random "
                         "0..S seconds (seeded by the try's seed)")
+    p.add_argument("--background", metavar="SPEC", default=None,
+                   help="background traffic that is not a coflow, seen by the schedulers "
+                        "only through the site broker's estimate (rapier_app.sim."
+                        "background): const:BPS, const:F%%, trace:PATH (time_s,u,v,bps "
+                        "lines) or poisson:RATE,BYTES,BPS[,HORIZON_S]; default none")
+    p.add_argument("--broker-period", type=float, default=1.0, metavar="S",
+                   help="with --background: seconds between the broker's counter "
+                        "readings (default 1)")
+    p.add_argument("--broker-weight", type=float, default=0.5, metavar="W",
+                   help="with --background: EWMA weight of the newest sample, in (0, 1] "
+                        "(default 0.5)")
     p.add_argument("--max-paths", type=int, default=None,
                    help="cap K on candidate paths per host pair (default: the ECMP set)")
     add_workload_options(p, "seed", seed=dict(help="base seed; try i uses seed+i"))
@@ -138,6 +149,14 @@ def check_options(args) -> None:
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"--{opt.replace('_', '-')}: must be a number of seconds >= 0, "
                              f"got {v}")
+    if getattr(args, "background", None):
+        from .core.broker import BrokerError, BrokerSettings
+
+        try:
+            BrokerSettings(period_s=args.broker_period, weight=args.broker_weight).validate()
+        except BrokerError as exc:
+            opt = "--broker-period" if str(exc).startswith("period_s") else "--broker-weight"
+            raise UsageError(f"{opt}: {exc}") from None
     fill_workload_defaults(args)
 
 
@@ -234,6 +253,25 @@ def _simulate(name: str, i: int, args, topo, coflows, sched, csv_rows: CsvRows,
         bar.close()
 
 
+def _with_background(args, topo, sched, seed: int):
+    """``--background``: ``sched`` wrapped in
+    :class:`~rapier_app.sim.background.BackgroundNetwork` (the site broker with
+    ``--broker-period`` and ``--broker-weight``).
+
+    Raises:
+        UsageError: a background spec that does not parse (names the field).
+    """
+    from .core.broker import BrokerSettings
+    from .sim.background import BackgroundError, BackgroundNetwork, parse_background
+
+    try:
+        load = parse_background(args.background, topo, seed)
+    except BackgroundError as exc:
+        raise UsageError(str(exc)) from None
+    return BackgroundNetwork(sched, topo, load, BrokerSettings(
+        period_s=args.broker_period, weight=args.broker_weight))
+
+
 def _make_scheduler(name: str, topo, seed: int, max_paths, kwargs: dict):
     """``make_scheduler`` with the ``--param`` values of ``name``; an error about one of
     them is named as the user wrote it (``--param rapier.delta_s: must be >= 0``).
@@ -293,6 +331,8 @@ def run(args) -> dict:
                 from .sim.handoff import HandoffDelay
 
                 sched = HandoffDelay(sched, args.handoff_delay, args.handoff_jitter, seed)
+            if getattr(args, "background", None):
+                sched = _with_background(args, topo, sched, seed)
             log = [] if events_fh else None
             res = _simulate(n, i, args, topo, coflows, sched, csv_rows, show, log)
             if events_fh:

@@ -152,6 +152,37 @@ class Scheduler:
         """Absolute time (s) of the next periodic decision this scheme wants, or None."""
         return None
 
+    def set_capacity(self, capacity_bps) -> None:
+        """Plan from now on with ``capacity_bps`` ((L,) bit/s, the topology's link
+        order) as link capacities: the site broker's residual capacity
+        (:mod:`rapier_app.core.broker`, RAPIER Section III-B).  The scheduler gets
+        its own shallow copy of the topology with that ``capacity`` array (the
+        shared topology, its graph and path caches are untouched), then
+        :meth:`capacity_changed` runs.
+
+        Raises:
+            SchedulerError: wrong length, or a capacity that is not positive.
+        """
+        from ..core.broker import private_topology
+
+        cap = np.array(capacity_bps, dtype=float)
+        if cap.shape != np.shape(self.topology.capacity) or not np.all(cap > 0):
+            raise SchedulerError(f"capacity_bps: must be {len(self.topology.capacity)} "
+                                 f"positive bit/s, got shape {cap.shape}")
+        if not self.__dict__.get("_own_topology", False):
+            self.topology = private_topology(self.topology)
+            self._own_topology = True
+        self.topology.capacity = cap
+        self.capacity_changed()
+
+    def capacity_changed(self) -> None:
+        """Hook after :meth:`set_capacity`: schemes that keep values derived from
+        ``topology.capacity`` between decisions drop or recompute them.  Default:
+        drops the incremental work-conservation state (``_wc`` of RAPIER and Varys:
+        the next decision is a full pass)."""
+        if "_wc" in self.__dict__:
+            self._wc = None
+
     def bind_counters(self, sent: Optional[np.ndarray]) -> None:
         """Take the simulator's live per-flow bytes-sent array (bytes, indexed by
         ``FlowState._sim_idx``; read only) for ``reads_progress = "vector"``; None

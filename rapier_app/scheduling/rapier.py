@@ -297,6 +297,13 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         self._carr[coflow.coflow_id] = e
         return e
 
+    def capacity_changed(self) -> None:
+        """New link capacities (:meth:`Scheduler.set_capacity`): the LP routes kept
+        per coflow for the full-capacity case were solved on the old ones; dropped,
+        with the incremental work-conservation state."""
+        super().capacity_changed()
+        self._full_routes.clear()
+
     # -- Algorithm 2 ----------------------------------------------------------------
     def minimum_cct(self, coflow: CoflowState, residual: np.ndarray,
                     reserved: Optional[np.ndarray] = None) -> CoflowPlan:

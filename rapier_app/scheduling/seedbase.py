@@ -543,6 +543,17 @@ class _SeedScheduler(Scheduler):
         #: and rows it filled afresh (diagnostics of :func:`kernels.weighted_kernel`)
         self.memo_rows = [0, 0]
 
+    def capacity_changed(self) -> None:
+        """New link capacities (:meth:`Scheduler.set_capacity`): the capacity and
+        tolerance vectors are recomputed and Sincronia's cached demand rows (bits /
+        capacity) dropped."""
+        super().capacity_changed()
+        cap = np.asarray(self.topology.capacity, dtype=float)
+        self._cap = np.concatenate([cap, [np.inf]])
+        self._tol = np.concatenate([REL_TOL * np.maximum(cap, 1.0), [0.0]])
+        if isinstance(self.__dict__.get("_dcache"), dict):
+            self._dcache = {}
+
     @staticmethod
     def _path_width(topology: Topology) -> int:
         import networkx as nx

@@ -357,6 +357,9 @@ class Simulator:
         get_idx = attrgetter("_sim_idx")
         isfinite = math.isfinite
         path_links = topo.path_links
+        # per-link byte counters of a scheduler that asks for them (the site
+        # broker's background wrapper, rapier_app.sim.background): bytes carried
+        link_ctr = getattr(self.scheduler, "link_bytes", None)
         while ai < len(arrivals) or active:
             while ai < len(arrivals) and arrivals[ai].arrival_s <= now:
                 spec = arrivals[ai]
@@ -648,6 +651,8 @@ class Simulator:
                                       f"flows without bandwidth at t={now:.9g} s and no event "
                                       f"is pending")
             dt = t_next - now
+            if link_ctr is not None and n_sel:
+                link_ctr += load_inc * (dt / BITS)
             if self.event_log is not None:
                 rem_all = np.maximum(size[act_idx] - sent[act_idx], 0.0)
                 fin_all = np.full(m, math.inf)
