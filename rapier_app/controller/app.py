@@ -139,7 +139,8 @@ class RapierController(app_manager.RyuApp):
         self._reconcile_req: Dict[int, int] = {}  # dpid -> _batches at the request
         self._reconcile_due: Set[int] = set()
         self._stats_full: Dict[int, list] = {}
-        self._last_reconcile = self._last_agent_sync = self.now()
+        self._last_reconcile = self._last_agent_sync = self._last_broker = self.now()
+        self._broker_asked: Optional[float] = None  # time of the port-stats requests
         configure_wsgi_server(self.settings)
         kwargs["wsgi"].register(RapierRestController, {APP_KEY: self})
         self._rest_address()
@@ -271,8 +272,10 @@ class RapierController(app_manager.RyuApp):
             database refuses the write.
         """
         with self._lock:
-            c, _ = self.core.submit(body, self.now(), schedule=False)
+            c, acts = self.core.submit(body, self.now(), schedule=False)
             view = self.core.coflow_view(c.coflow_id)
+            dpids = self._enqueue(acts)  # a small coflow's counting rules
+        self.flush(dpids)
         if self.worker.running:
             self.worker.put(c.coflow_id)
         else:
@@ -501,6 +504,7 @@ class RapierController(app_manager.RyuApp):
             acts = self.core.check_idle(now)
             if not acts.finished and self.core.wakeup_due(now):
                 acts = self.core.reschedule(now)
+            acts.extend(self._broker_round(now, polled))
             acts.extend(self.core.retry_pushes(now))  # exponential backoff per host
             sync = self.settings.agent_reconcile_interval_s
             if sync and now - self._last_agent_sync >= sync:
@@ -518,6 +522,35 @@ class RapierController(app_manager.RyuApp):
             self.core.persist_progress(now)
             self.core.prune(now)
         self.flush(dpids)
+
+    def _broker_round(self, now: float, polled: list) -> Actions:
+        """The site broker's part of a poller round (lock held): every
+        ``broker_period_s``, port-stats requests to every switch, sent with this
+        round's flow-stats requests; one round later, when both replies are in, the
+        broker's observation of those counters
+        (:meth:`~.coexist.CoexistMixin.broker_tick` at the requests' time)."""
+        if self.core.broker_feed is None:
+            return Actions()
+        acts = Actions()
+        if self._broker_asked is not None:
+            acts = self.core.broker_tick(now, self._broker_asked)
+            self._broker_asked = None
+        if now - self._last_broker >= self.settings.broker_period_s:
+            self._last_broker = now
+            self._broker_asked = now
+            for dpid, dp in self.datapaths.items():
+                if dp is not None:
+                    self._queue_msg(dpid, ofmsgs.port_stats_request(dp))
+                    polled.append(dpid)
+        return acts
+
+    @set_ev_cls(ofp_event.EventOFPPortStatsReply, MAIN_DISPATCHER)
+    def port_stats_reply(self, ev):
+        """A port-stats reply: the site broker's port counters (:mod:`.coexist`)."""
+        msg = ev.msg
+        entries = [(s.port_no, s.rx_bytes, s.tx_bytes) for s in msg.body]
+        with self._lock:
+            self.core.broker_port_stats(msg.datapath.id, entries, self.now())
 
     def _poll_loop(self) -> None:
         while True:

@@ -61,6 +61,7 @@ from topologies import Topology, TopologyError, build_topology
 
 from ..core.model import CoflowState, FlowState, InfoPolicy, Schedule
 from .arp import build_arp_reply, parse_arp_request
+from .coexist import BACKGROUND, CoexistMixin
 from .durability import DurabilityMixin
 from .ledger import RuleLedger
 from .progress import ProgressMixin
@@ -76,7 +77,7 @@ from .views import ViewsMixin
 BITS = 8.0
 
 
-class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
+class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, CoexistMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
 
     Args:
@@ -188,16 +189,18 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
             :class:`Actions` (rules to add/modify/delete, agent pushes).
         """
         active = self.active()
+        # coflows below the size threshold are background: never scheduled (.coexist)
+        planned = [c for c in active if not self.is_background(c)]
         wall_clock = self.wall_clock
         t0 = wall_clock() if wall_clock else 0.0
-        if active:
+        if planned:
             try:
-                sched = self.scheduler.schedule(now, active)
+                sched = self.scheduler.schedule(now, planned)
             except Exception as exc:  # noqa: BLE001 -- any solver failure falls back
                 msg = f"scheduler {self.settings.scheduler} failed: {exc!r}"
                 self._log("error", "%s; all active coflows use default forwarding", msg)
                 self.errors.append(f"{now:.3f}: {msg}")
-                sched = Schedule(fallback={c.coflow_id: msg for c in active})
+                sched = Schedule(fallback={c.coflow_id: msg for c in planned})
         else:
             sched = Schedule()
         self.last_solve_s = (wall_clock() - t0) if wall_clock else 0.0
@@ -213,8 +216,8 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
                                  fallback={**sched.fallback, **{cid: msg for cid in new}},
                                  info=sched.info)
         for c in active:
-            self.decision[c.coflow_id] = FALLBACK if c.coflow_id in sched.fallback \
-                else SCHEDULED
+            self.decision[c.coflow_id] = BACKGROUND if self.is_background(c) else \
+                FALLBACK if c.coflow_id in sched.fallback else SCHEDULED
         for cid, reason in sched.fallback.items():
             if self.fallback.get(cid) != reason:
                 self._log("warning", "coflow %s falls back to default forwarding: %s",
@@ -278,7 +281,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         desired: Dict[Tuple[int, str], FlowRule] = {}
         limits: Dict[str, List[Dict[str, Any]]] = {}
         for c in active:
-            fb = c.coflow_id in sched.fallback
+            fb = c.coflow_id in sched.fallback or self.decision.get(c.coflow_id) == BACKGROUND
             for f in c.active_flows():
                 a = sched.allocations.get(f.flow_id)
                 path = tuple(a.path) if a is not None else None
@@ -371,6 +374,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         view["reconcile"] = dict(self.reconcile_counts)
         view["budget_exceeded"] = self.budget_exceeded
         view["queued"] = len(self.queued())
+        view["broker"] = self.broker_view()
         return view
 
     def switch_lost(self, dpid: int) -> None:
@@ -454,6 +458,8 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin):
         a sender that starts runs unshaped: an agent passes flows it has no limit
         for at line rate."""
         c = self.get(cid)
+        if self.decision.get(cid) == BACKGROUND:
+            return True  # never limited (.coexist)
         return all(self._pushes.limited(f.flow_id) for f in c.active_flows())
 
     def retry_pushes(self, now: float = float("inf")) -> Actions:
@@ -519,7 +525,12 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
             store = Store(settings.state_db)
         except StoreError as exc:
             raise SettingsError(f"state_db: {exc}") from None
-    return ControllerCore(topo, sched, settings, log, store)
+    core = ControllerCore(topo, sched, settings, log, store)
+    if settings.broker:
+        from .coexist import wrap
+
+        wrap(core)
+    return core
 
 
 __all__ = ["ControllerCore", "make_core"]

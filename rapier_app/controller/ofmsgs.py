@@ -125,6 +125,12 @@ def flow_stats_request(dp):
                                       COOKIE_TAG, COOKIE_TAG_MASK, parser.OFPMatch())
 
 
+def port_stats_request(dp):
+    """An ``OFPPortStatsRequest`` for every port (``OFPP_ANY``; spec 7.3.5.8): the
+    site broker's counters (:mod:`.coexist`)."""
+    return dp.ofproto_parser.OFPPortStatsRequest(dp, 0, dp.ofproto.OFPP_ANY)
+
+
 def packet_out(dp, port: int, data: bytes):
     """A packet-out sending ``data`` (an Ethernet frame) out of ``port``."""
     ofp, parser = dp.ofproto, dp.ofproto_parser

@@ -136,6 +136,16 @@ class RegistryMixin:
             self.flow_by_cookie[cookie] = f
         self._log("info", "coflow %s arrived at %.3f s: %d flows, %.0f bytes", cid, now,
                   len(c.flows), spec.total_bytes)
+        if self.is_background(c):
+            # below the size threshold: default forwarding at once, no decision
+            # to wait for (.coexist)
+            self.decision[cid] = "background"
+            acts = Actions()
+            for f in c.flows:  # a counting rule on the first hop (ECMP action)
+                r = self._counting_rule(f)
+                self.desired[(r.dpid, f.flow_id)] = r
+                acts.rules.append(r)
+            return c, (acts.extend(self.decide(now)) if schedule else acts)
         self.decision[cid] = QUEUED
         if not schedule:
             return c, Actions()

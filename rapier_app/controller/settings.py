@@ -289,10 +289,27 @@ class Settings(_Fields):
                                 f"{self.reschedule_on!r}")
         if not isinstance(self.idle_fraction, (int, float)) or not 0 <= self.idle_fraction < 1:
             raise SettingsError(f"idle_fraction: must be in [0, 1), got {self.idle_fraction!r}")
+        self._validate_broker()
         self._validate_durability()
         self._validate_security()
         self._validate_responsiveness()
         return self
+
+    def _validate_broker(self) -> None:
+        """Check the site broker and small-coflow options (:mod:`.coexist`)."""
+        from ..core.broker import BrokerError
+        from .coexist import broker_settings
+
+        if not isinstance(self.broker, bool):
+            raise SettingsError(f"broker: must be true or false, got {self.broker!r}")
+        try:
+            broker_settings(self).validate()
+        except BrokerError as exc:
+            raise SettingsError(f"broker_{exc}") from None
+        for name in ("small_coflow_bytes", "small_coflow_width"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise SettingsError(f"{name}: must be an integer >= 0, got {v!r}")
 
     def _validate_responsiveness(self) -> None:
         """Check the responsiveness and reconciliation options (issue 14)."""
