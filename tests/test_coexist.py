@@ -5,14 +5,14 @@ Ryu shell's port-stats requests, and small coflows left to default forwarding.""
 import json
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 from webob import Request
 
 import rapier_app.controller as controller_pkg
 from rapier_app.controller.coexist import BACKGROUND, is_small, port_links
-from rapier_app.controller.core import Settings, make_core
-from rapier_app.controller.settings import SettingsError
+from rapier_app.controller.core import make_core
+from rapier_app.controller.settings import Settings, SettingsError
+
 from ryu.app.wsgi import WSGIApplication
 from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
@@ -155,6 +155,9 @@ def test_small_coflow_is_background_at_once():
     assert "small/0" not in pushed and "big/0" in pushed
     assert small.flows[0].path is None
     assert core.decision["big"] == "scheduled" and core.decision["small"] == BACKGROUND
+    # the same through the deciding submit: its counting rule, no scheduler call
+    _, acts2 = core.submit({"id": "small2", "flows": [flow("h3", "h1", 5000, 5003)]}, 1.1)
+    assert [r.flow_id for r in acts2.rules] == ["small2/0"] and len(calls) == 2
     # it completes as any flow: a done report
     done, _ = core.report_flow_done("small", 0, 1.2)
     assert done and core.state["small"] == "done"
