@@ -16,7 +16,7 @@ setup(
     install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6",
                       # rapier-experiment run --dask / --jobs, progress bars
                       "dask[distributed]>=2024.1", "tqdm>=4.60",
-                      # compiled allocation kernels (rapier_app/scheduling/kernels.py)
+                      # compiled allocation kernels (rapier_app/kernels/)
                       "numba>=0.59",
                       # topology files (topologies/topofile.py)
                       "PyYAML>=5.4",

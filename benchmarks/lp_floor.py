@@ -51,7 +51,7 @@ def capture_pass(k: int, n: int, width: int, solver: str) -> dict:
     stats and the LP (4) models it solved with their variable values.
 
     Raises:
-        rapier_app.scheduling.rapier_lp.LPError: an LP failed in the pass.
+        rapier_app.scheduling.rapier.lp4.LPError: an LP failed in the pass.
     """
     from ortools.linear_solver.python import model_builder_helper as mbh
 
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"--{name}: must be >= 1, got {getattr(a, name)}")
     if a.k < 2 or a.k % 2:
         raise SystemExit(f"--k: must be even and >= 2, got {a.k}")
-    from rapier_app.scheduling.rapier_lp import solver_supported
+    from rapier_app.scheduling.rapier.lp4 import solver_supported
     if not solver_supported(a.solver):
         raise SystemExit(f"--solver: OR-Tools LP solver {a.solver!r} is not available here")
     cap = capture_pass(a.k, a.n, a.width, a.solver)

@@ -4,7 +4,7 @@ round).
 
 Replays the first ``--limit`` coflows of the Facebook trace (default: all 526, the
 hour) under ``--scheduler`` (``aalo`` or ``philae``) on ``--topology`` (default
-``bigswitch:150``) and wraps :func:`rapier_app.scheduling.kernels.weighted_kernel`:
+``bigswitch:150``) and wraps :func:`rapier_app.kernels.weighted.weighted_kernel`:
 every call's thread CPU time, rows (live flows) and rounds are recorded, and every
 ``--every``-th call's inputs and outputs are kept.  Prints one JSON object:
 
@@ -70,7 +70,7 @@ def _same(got, want) -> bool:
 def rerun(calls, reps: int) -> tuple:
     """(CPU seconds, all the same) of the kept ``calls`` (inputs, outputs, return)
     re-run with the current kernel, best of ``reps`` per call."""
-    from rapier_app.scheduling import kernels
+    from rapier_app.kernels import weighted as kweighted
 
     total, same = 0.0, True
     for before, after, ret in calls:
@@ -78,7 +78,7 @@ def rerun(calls, reps: int) -> tuple:
         for _ in range(reps):
             a = _copy(before)
             t0 = time.thread_time()
-            r = kernels.weighted_kernel(*a)
+            r = kweighted.weighted_kernel(*a)
             best = min(best, time.thread_time() - t0)
         total += best
         same = same and r == ret and _same(a, after)
@@ -88,11 +88,12 @@ def rerun(calls, reps: int) -> tuple:
 def record(scheduler: str, topology: str, limit: int, every: int, trace: str) -> tuple:
     """Replay and wrap the kernel (see module doc): (per-call rows, kept calls)."""
     from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
-    from rapier_app.scheduling import kernels, make_scheduler
+    from rapier_app.kernels import weighted as kweighted
+    from rapier_app.scheduling import make_scheduler
     from rapier_app.sim import simulate
     from topologies import build_topology
 
-    orig = kernels.weighted_kernel
+    orig = kweighted.weighted_kernel
     rows, kept = [], []
 
     def spy(*args):
@@ -110,11 +111,11 @@ def record(scheduler: str, topology: str, limit: int, every: int, trace: str) ->
     tr = read_trace(trace)
     topo = build_topology(topology)
     cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo), limit)
-    kernels.weighted_kernel = spy
+    kweighted.weighted_kernel = spy
     try:
         simulate(topo, cfs, make_scheduler(scheduler, topo), record_flows=False)
     finally:
-        kernels.weighted_kernel = orig
+        kweighted.weighted_kernel = orig
     return rows, kept
 
 

@@ -6,7 +6,7 @@ the default 187:240 is the stretch where several coflows of 17,000-21,000 flows
 are live) under ``--scheduler`` (aalo or philae) on ``--topology`` (default
 ``bigswitch:150``) for
 ``--events`` decision points, and keeps a copy of the inputs of every
-``--every``-th call of :func:`rapier_app.scheduling.kernels.weighted_kernel`
+``--every``-th call of :func:`rapier_app.kernels.weighted.weighted_kernel`
 among the last ``--last`` ones.  Then it times the kernel on fresh copies of those
 inputs (best of ``--reps``) and prints:
 
@@ -16,7 +16,7 @@ inputs (best of ``--reps``) and prints:
   time, best of ``--reps``);
 * ``fingerprint``: the first 16 hex digits of the sha256 of every call's output
   rates, residuals and round counts.  Each call is timed with the memo records
-  (:func:`~rapier_app.scheduling.kernels.weighted_kernel`) it had in the replay.  Equal fingerprints on two code versions
+  (:func:`~rapier_app.kernels.weighted.weighted_kernel`) it had in the replay.  Equal fingerprints on two code versions
   mean the kernel's results are bit for bit the same.
 
 Usage::
@@ -54,12 +54,13 @@ def capture(scheduler: str, first: int, stop: int, events: int, every: int,
             last: int, trace: str, topology: str = "bigswitch:150") -> list:
     """The weighted kernel's inputs (copies) of the sampled calls, see module doc."""
     from _common import trace_slice
-    from rapier_app.scheduling import kernels, make_scheduler
+    from rapier_app.kernels import weighted as kweighted
+    from rapier_app.scheduling import make_scheduler
     from rapier_app.sim import simulate
     from rapier_app.sim.simulator import SimulationError
     from topologies import build_topology
 
-    orig = kernels.weighted_kernel
+    orig = kweighted.weighted_kernel
     calls: list = []
     n = [0]
 
@@ -72,20 +73,20 @@ def capture(scheduler: str, first: int, stop: int, events: int, every: int,
 
     topo = build_topology(topology)
     cfs = trace_slice(topo, trace, first, stop)
-    kernels.weighted_kernel = spy
+    kweighted.weighted_kernel = spy
     try:
         simulate(topo, cfs, make_scheduler(scheduler, topo), max_events=events)
     except SimulationError:
         pass  # stopped at --events decision points, as intended
     finally:
-        kernels.weighted_kernel = orig
+        kweighted.weighted_kernel = orig
     return calls
 
 
 def time_calls(calls: list, reps: int) -> tuple:
     """(best total CPU seconds over ``reps``, fingerprint) of the kernel on the calls
     (process CPU time: steadier than wall time on a shared machine)."""
-    from rapier_app.scheduling import kernels
+    from rapier_app.kernels import weighted as kweighted
 
     best, digest = float("inf"), None
     for _ in range(reps):
@@ -94,7 +95,7 @@ def time_calls(calls: list, reps: int) -> tuple:
         for c in calls:
             a = [np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in c]
             t = time.process_time()
-            kernels.weighted_kernel(*a)
+            kweighted.weighted_kernel(*a)
             tot += time.process_time() - t
             # residual, rate, and out's rounds run and cap flag (its memo counters
             # do not exist before the memo)

@@ -6,7 +6,7 @@ up the class hierarchy through ``**kwargs``): an unknown key or a value of the w
 type is an error naming ``SCHED.KEY``, e.g.
 ``rapier.delta_s: expected a number, got 'abc'``.
 
-``--schedulers package.module:Class`` loads a :class:`~rapier_app.scheduling.base.
+``--schedulers package.module:Class`` loads a :class:`~rapier_app.scheduling.
 Scheduler` subclass from outside the project (:func:`load_plugin`) and registers it.
 """
 
@@ -186,8 +186,7 @@ def load_plugin(spec: str) -> Tuple[str, Type]:
         ParamError: bad spec, module or class not found, not a Scheduler subclass,
             or its name already taken by another class.
     """
-    from .scheduling.base import REGISTRY, Scheduler
-    from .scheduling import load_all
+    from .scheduling import REGISTRY, Scheduler, load_all
 
     mod_name, sep, cls_name = spec.partition(":")
     if not sep or not mod_name or not cls_name:

@@ -56,7 +56,8 @@ def test_finished_flow_reports_filter_the_cached_views_like_a_scan(name, monkeyp
     # _active_routes drops the flows the flows_finished hook reported by position;
     # without the reports it scans every flow's finish_s: the very same run
     from rapier_app.core.workload import synthetic
-    from rapier_app.scheduling import classic, make_scheduler
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.scheduling.classic import routed as classic
     from rapier_app.sim import simulate
     from topologies import build_topology
 

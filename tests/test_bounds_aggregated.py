@@ -5,7 +5,7 @@ import pytest
 
 from rapier_app.core.model import make_coflow
 from rapier_app.core.workload import synthetic
-from rapier_app.scheduling.rapier import solve_lp4
+from rapier_app.scheduling.rapier.lp4 import solve_lp4
 from rapier_app.sim.bounds import coflow_lower_bound, coflow_lower_bounds
 from topologies import fat_tree
 

@@ -13,7 +13,7 @@ import pytest
 from rapier_app.core.model import Allocation, Schedule, make_coflow
 from rapier_app.core.workload import synthetic
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.base import Scheduler
+from rapier_app.scheduling import Scheduler
 from rapier_app.sim import SimulationError, simulate
 from rapier_app.sim import simulator as simmod
 from topologies import build_topology

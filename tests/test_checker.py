@@ -17,7 +17,7 @@ import pytest
 from rapier_app.cli import main as sim_main
 from rapier_app.core.model import Allocation, Schedule, make_coflow
 from rapier_app.scheduling import make_scheduler, scheduler_names
-from rapier_app.scheduling.base import Scheduler
+from rapier_app.scheduling import Scheduler
 from rapier_app.sim import EventRecord, SimulationError, simulate
 from rapier_app.sim import simulator as simmod
 from rapier_app.sim.check_cli import main as check_main

@@ -17,7 +17,7 @@ from rapier_app import cli_common, progress
 from rapier_app.cli import main
 from rapier_app.params import ParamError, typed_params
 from rapier_app.scheduling import REGISTRY, load_all
-from rapier_app.scheduling.rapier import Rapier
+from rapier_app.scheduling.rapier.scheduler import Rapier
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1024 * 1024

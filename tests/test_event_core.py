@@ -17,7 +17,7 @@ import pytest
 from rapier_app.core.model import CoflowSpec, FlowSpec, Schedule
 from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.base import Scheduler
+from rapier_app.scheduling import Scheduler
 from rapier_app.scheduling.conserve import WorkConservation
 from rapier_app.sim import simulate
 from rapier_app.sim.simulator import SimulationError

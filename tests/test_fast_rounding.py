@@ -6,8 +6,8 @@ import pytest
 from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
 from rapier_app.core.workload import scenario, synthetic
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.fast import greedy_routes, improved_routes, local_search_routes
-from rapier_app.scheduling.rapier import fixed_route_alpha, solve_lp4
+from rapier_app.scheduling.rapier.lp4 import fixed_route_alpha, solve_lp4
+from rapier_app.scheduling.rapier.routes import greedy_routes, improved_routes, local_search_routes
 from rapier_app.sim import simulate
 from topologies import fat_tree
 
@@ -72,7 +72,7 @@ def test_rapier_ls_fast_equals_plain(seed):
 
 def test_spread_routes_takes_ecmp_only_when_it_loses_nothing():
     # leaf-spine 2x2, h1, h2 on l1 and h3, h4 on l2; two 1 Gbit flows cross l1 -> l2.
-    from rapier_app.scheduling.fast import spread_routes
+    from rapier_app.scheduling.rapier.routes import spread_routes
     from topologies import build_topology
     t = build_topology("leafspine:2,2,2")
     fl = _flows(make_coflow("x", 0.0, [("h1", "h3", 125e6), ("h2", "h4", 125e6)]))

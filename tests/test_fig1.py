@@ -76,8 +76,8 @@ def test_solver_trouble_falls_back_but_a_defect_propagates(monkeypatch):
     # LP trouble (LPError) puts the coflow on default forwarding and says why; any
     # other exception of Algorithm 2 is a defect and must not be swallowed into a
     # silent fallback (it would skew every later CCT of a replay)
-    from rapier_app.scheduling.rapier import Rapier
-    from rapier_app.scheduling.rapier_lp import LPError
+    from rapier_app.scheduling.rapier.lp4 import LPError
+    from rapier_app.scheduling.rapier.scheduler import Rapier
 
     topo, coflows = scenario("fig1")
     s = make_scheduler("rapier", topo)

@@ -13,7 +13,7 @@ import pytest
 
 from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.base import SchedulerError
+from rapier_app.scheduling import SchedulerError
 from rapier_app.sim import simulate
 from rapier_app.sim.checker import check_schedule, declared_level
 from topologies import build_topology

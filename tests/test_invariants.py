@@ -11,7 +11,7 @@ from rapier_app.scheduling import make_scheduler, scheduler_names
 from rapier_app.sim import SimulationError, simulate
 from rapier_app.sim.checker import check_schedule, declared_level, isolation_bound
 from rapier_app.core.model import Allocation, Schedule
-from rapier_app.scheduling.base import Scheduler
+from rapier_app.scheduling import Scheduler
 from topologies import build_topology
 
 CASES = [("fattree:4", 6, 8, 0.05, 3), ("vl2:4,4,2", 5, 6, 0.1, 4), ("leafspine:3,3,3", 4, 5, 0.0, 5)]

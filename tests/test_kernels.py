@@ -1,13 +1,18 @@
-"""The compiled allocation kernels (rapier_app/scheduling/kernels.py) give bit for bit
+"""The compiled kernels (rapier_app/kernels/) give bit for bit
 the rates and residuals of the numpy code they replace (issue 16)."""
 
 import numpy as np
 import pytest
 
-from rapier_app.scheduling import kernels
-from rapier_app.scheduling.base import SchedulerError
-from rapier_app.scheduling.seedbase import (_greedy_rates_rescan, _waterfill_incremental,
-                                            _waterfill_plain, waterfill)
+from rapier_app import kernels
+from rapier_app.kernels import alloc as kalloc
+from rapier_app.kernels import rapier as krapier
+from rapier_app.kernels import sim as ksim
+from rapier_app.kernels import sincronia as ksincronia
+from rapier_app.kernels import weighted as kweighted
+from rapier_app.scheduling import SchedulerError
+from rapier_app.scheduling.seeds.passes import (_greedy_rates_rescan, _waterfill_incremental,
+                                                _waterfill_plain, waterfill)
 
 
 def test_numba_is_installed_and_used():
@@ -50,7 +55,7 @@ def test_waterfill_kernel_bit_identical(seed):
         a = _waterfill_plain(P, r0, tol)
         b = _waterfill_incremental(P, r1, tol)
         k = np.zeros(P.shape[0])
-        assert kernels.waterfill_kernel(P, r2, tol, k) == 0
+        assert kalloc.waterfill_kernel(P, r2, tol, k) == 0
         assert a.tobytes() == k.tobytes() and b.tobytes() == k.tobytes()
         assert r0.tobytes() == r2.tobytes() and r1.tobytes() == r2.tobytes()
 
@@ -63,7 +68,7 @@ def test_greedy_kernel_bit_identical(seed):
         r0, r1 = cap.copy(), cap.copy()
         a = _greedy_rates_rescan(P, r0, tol)
         k = np.zeros(P.shape[0])
-        kernels.greedy_kernel(P, r1, tol, k)
+        ksincronia.greedy_kernel(P, r1, tol, k)
         assert a.tobytes() == k.tobytes() and r0.tobytes() == r1.tobytes()
 
 
@@ -74,13 +79,13 @@ def test_waterfill_kernel_hand_case_and_partly_used_links():
     tol = np.array([1e-9, 1e-9, 0.0])
     P = np.array([[0, 2], [0, 1], [1, 2], [1, 2]])
     r = np.zeros(4)
-    kernels.waterfill_kernel(P, res, tol, r)
+    kalloc.waterfill_kernel(P, res, tol, r)
     assert r.tolist() == [0.5, 0.5, 1.25, 1.25]
     assert res[:2].tolist() == [0.0, 0.0]
     # a flow crossing a saturated link gets nothing, the others are not held by it
     res = np.array([0.0, 2.0, np.inf])
     r = np.zeros(2)
-    kernels.waterfill_kernel(np.array([[0, 1], [1, 2]]), res, tol, r)
+    kalloc.waterfill_kernel(np.array([[0, 1], [1, 2]]), res, tol, r)
     assert r.tolist() == [0.0, 2.0]
 
 
@@ -94,7 +99,8 @@ def test_waterfill_flow_without_links_is_an_error():
 def _passes(enabled, monkeypatch, seed):
     """Rates, residual and round counts of a random weighted pass and strict pass on
     a fat-tree, with the compiled kernels on or off."""
-    from rapier_app.scheduling.seedbase import _Group, _SeedScheduler
+    from rapier_app.scheduling.seeds.base import _SeedScheduler
+    from rapier_app.scheduling.seeds.group import _Group
     from topologies import build_topology
 
     monkeypatch.setattr(kernels, "ENABLED", enabled)
@@ -193,7 +199,7 @@ def _flat_case(rng):
 @pytest.mark.parametrize("seed", range(6))
 def test_maxmin_flat_kernel_bit_identical(seed, monkeypatch):
     # baseline, fair and routing-only call max_min_fair_flat at every decision point
-    from rapier_app.scheduling.base import max_min_fair_flat
+    from rapier_app.scheduling.maxmin import max_min_fair_flat
     rng = np.random.default_rng(300 + seed)
     for _ in range(200):
         lens, lidx, cap = _flat_case(rng)
@@ -207,7 +213,7 @@ def test_maxmin_flat_kernel_bit_identical(seed, monkeypatch):
 def test_maxmin_flat_kernel_hand_case():
     # two flows on link 0 (10 bit/s), one of them also on link 1 (2 bit/s), a third
     # alone on link 1: link 1 splits 2 into 1 + 1, the first flow takes the other 9
-    from rapier_app.scheduling.base import max_min_fair_flat
+    from rapier_app.scheduling.maxmin import max_min_fair_flat
     assert kernels.ENABLED
     r = max_min_fair_flat(np.array([1, 2, 1]), np.array([0, 0, 1, 1]),
                           np.array([10.0, 2.0]))
@@ -217,7 +223,7 @@ def test_maxmin_flat_kernel_hand_case():
 @pytest.mark.parametrize("seed", range(4))
 def test_compact_in_place_equals_masked_copy(seed):
     # groups drop finished flows by moving the later rows up in place
-    from rapier_app.scheduling.seedbase import _IN_PLACE_MAX, _compact
+    from rapier_app.scheduling.seeds.passes import _IN_PLACE_MAX, _compact
 
     rng = np.random.default_rng(seed)
     for _ in range(300):
@@ -234,7 +240,7 @@ def test_compact_in_place_equals_masked_copy(seed):
 
 
 def test_demand_row_kernel_bit_identical_to_the_stacked_formula():
-    from rapier_app.scheduling.seedbase import BITS
+    from rapier_app.scheduling.seeds.passes import BITS
 
     rng = np.random.default_rng(7)
     for _ in range(200):
@@ -245,10 +251,10 @@ def test_demand_row_kernel_bit_identical_to_the_stacked_formula():
         sizes = rng.random(n) * 1e6
         sizes[::5] = sent[idx[::5]]          # finished exactly: -0.0 / 0.0
         want = np.zeros((1, L))
-        kernels.demand_kernel(P, np.array([0, n], np.int64),
+        ksincronia.demand_kernel(P, np.array([0, n], np.int64),
                               np.maximum(sizes - sent[idx], 0.0) * BITS, L, want)
         got = np.zeros(L)
-        kernels.demand_row_kernel(P, idx, sizes, sent, BITS, L, got)
+        ksincronia.demand_row_kernel(P, idx, sizes, sent, BITS, L, got)
         assert got.tobytes() == want[0].tobytes()
 
 
@@ -259,7 +265,7 @@ def test_sincronia_kept_demand_rows_are_the_recomputed_ones(topology, monkeypatc
     # computation gives, to the bit, and some rows must have been kept
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
-    from rapier_app.scheduling.sincronia import Sincronia
+    from rapier_app.scheduling.seeds.sincronia import Sincronia
     from rapier_app.sim import simulate
     from topologies import build_topology
 
@@ -303,7 +309,7 @@ def test_philae_kept_contention_counts_are_the_recomputed_ones(monkeypatch):
     # changed: at every decision they must be the counts from scratch
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
-    from rapier_app.scheduling.philae import Philae
+    from rapier_app.scheduling.seeds.philae import Philae
     from rapier_app.sim import simulate
     from topologies import build_topology
 
@@ -342,9 +348,9 @@ def test_csr_drop_equals_the_index_of_the_compacted_rows(seed):
         pos = np.sort(rng.choice(n, int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
         keep = np.ones(n, dtype=bool)
         keep[pos] = False
-        lp, rw = kernels.group_csr(P, L + 1)
-        got = kernels.csr_drop(lp, rw, pos, n)
-        want = kernels.group_csr(np.ascontiguousarray(P[keep]), L + 1)
+        lp, rw = kalloc.group_csr(P, L + 1)
+        got = kalloc.csr_drop(lp, rw, pos, n)
+        want = kalloc.group_csr(np.ascontiguousarray(P[keep]), L + 1)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 
@@ -355,11 +361,11 @@ def test_kept_link_indexes_are_the_rebuilt_ones(name, monkeypatch):
     # the index built from the group's rows, and some must have been carried over
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
-    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.scheduling.seeds.base import _SeedScheduler
     from rapier_app.sim import simulate
     from topologies import build_topology
 
-    from rapier_app.scheduling.seedbase import _Group
+    from rapier_app.scheduling.seeds.group import _Group
 
     topo = build_topology("bigswitch:12")
     stats = {"calls": 0, "carried": 0}
@@ -372,7 +378,7 @@ def test_kept_link_indexes_are_the_rebuilt_ones(name, monkeypatch):
             stats["carried"] += 1  # kept from before this group's first pass
         seen[id(g)] = g
         lp, rw = orig(g, nl)
-        want = kernels.group_csr(np.ascontiguousarray(g.P, dtype=np.int64), nl)
+        want = kalloc.group_csr(np.ascontiguousarray(g.P, dtype=np.int64), nl)
         assert np.array_equal(lp, want[0]) and np.array_equal(rw, want[1])
         stats["calls"] += 1
         return lp, rw
@@ -393,7 +399,7 @@ def test_weighted_pass_memo_gives_the_full_computation(name, topology, monkeypat
     # inputs, bit for bit, and some rows must have been served from the memo
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
-    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.scheduling.seeds.base import _SeedScheduler
     from rapier_app.sim import simulate
     from topologies import build_topology
 
@@ -474,7 +480,7 @@ def test_kept_pass_inputs_are_the_rebuilt_ones(name, topology, kind, monkeypatch
     # update
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
-    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.scheduling.seeds.base import _SeedScheduler
     from rapier_app.sim import simulate
     from topologies import build_topology
 
@@ -507,7 +513,7 @@ def test_kept_pass_inputs_when_several_coflows_lose_flows_at_once(name, kind,
     # must equal a full rebuild, and such calls must have used the update
     from rapier_app.core.model import make_coflow
     from rapier_app.scheduling import make_scheduler
-    from rapier_app.scheduling.seedbase import _SeedScheduler
+    from rapier_app.scheduling.seeds.base import _SeedScheduler
     from rapier_app.sim import simulate
     from topologies import build_topology
 
@@ -554,7 +560,7 @@ def test_simulator_sums_compiled_equal_bincount(seed):
         if ch.size:
             want += _link_load(glob_P, glob_len, act_idx[ch], w[ch] - prev[ch], nl)
         got = load.copy()
-        assert kernels.load_change_kernel(glob_P, glob_len, act_idx, w, prev, got) == ch.size
+        assert ksim.load_change_kernel(glob_P, glob_len, act_idx, w, prev, got) == ch.size
         assert got.tobytes() == want.tobytes()
         C = int(rng.integers(1, 10))
         cof_of = rng.integers(0, C, nflows).astype(np.int64)
@@ -562,7 +568,7 @@ def test_simulator_sums_compiled_equal_bincount(seed):
         new_sent = sent_g + rng.random(m) * 1e7
         cs = rng.random(C) * 1e9
         want = cs + np.bincount(cof_of[act_idx], weights=new_sent - sent_g, minlength=C)
-        kernels.coflow_sent_kernel(cof_of, act_idx, new_sent, sent_g, cs)
+        ksim.coflow_sent_kernel(cof_of, act_idx, new_sent, sent_g, cs)
         assert cs.tobytes() == want.tobytes()
 
 
@@ -582,14 +588,14 @@ def test_joint_kernel_equals_waterfill_over_the_stacked_rows(seed):
         res = np.concatenate([rng.random(L) * 1e9 * rng.choice([1.0, 0.0], L, p=[.85, .15]),
                               [np.inf]])
         tol = np.concatenate([np.full(L, 1e-3), [0.0]])
-        cs = [kernels.group_csr(np.ascontiguousarray(P[gptr[g]:gptr[g + 1]]), L + 1)
+        cs = [kalloc.group_csr(np.ascontiguousarray(P[gptr[g]:gptr[g + 1]]), L + 1)
               for g in range(len(sizes))]
         lptrs = np.stack([c[0] for c in cs])
         rows_all = np.concatenate([c[1] for c in cs])
         r1, rate1 = res.copy(), np.zeros(P.shape[0])
         r2, rate2 = res.copy(), np.zeros(P.shape[0])
-        assert kernels.waterfill_kernel(P, r1, tol, rate1) == 0
-        assert kernels.joint_kernel(P, gptr, r2, tol, rate2, lptrs, rows_all) == 0
+        assert kalloc.waterfill_kernel(P, r1, tol, rate1) == 0
+        assert kalloc.joint_kernel(P, gptr, r2, tol, rate2, lptrs, rows_all) == 0
         assert rate1.tobytes() == rate2.tobytes() and r1.tobytes() == r2.tobytes()
 
 
@@ -599,9 +605,9 @@ def test_argmax_rows_is_the_per_row_argmax(seed):
     rng = np.random.default_rng(seed)
     ms = [rng.integers(0, 3, int(rng.integers(1, 7))).astype(float) for _ in range(300)]
     want = [int(np.argmax(m)) for m in ms]
-    assert kernels.argmax_rows(ms).tolist() == want
-    assert kernels.argmax_rows(ms + [np.array([1.0, np.nan])]) is None
-    assert kernels.argmax_rows(ms + [np.zeros(0)]) is None
+    assert krapier.argmax_rows(ms).tolist() == want
+    assert krapier.argmax_rows(ms + [np.array([1.0, np.nan])]) is None
+    assert krapier.argmax_rows(ms + [np.zeros(0)]) is None
 
 
 def _rapier_arrays(topology, seed):
@@ -648,35 +654,35 @@ def test_path_block_kernels_hand_case_with_padding():
     nhops = np.array([3, 1], np.int64)
     mflat = np.array([0, 1, 5, 2, 3, 4, 4], np.int64)
     lens = np.empty(2, np.int64)
-    lidx = kernels.gather_routes_kernel(off, nhops, np.array([0, 0], np.int64), mflat, 5, lens)
+    lidx = krapier.gather_routes_kernel(off, nhops, np.array([0, 0], np.int64), mflat, 5, lens)
     assert lidx.tolist() == [0, 1, 4] and lens.tolist() == [2, 1]
-    lidx = kernels.gather_routes_kernel(off, nhops, np.array([1, 0], np.int64), mflat, 5, lens)
+    lidx = krapier.gather_routes_kernel(off, nhops, np.array([1, 0], np.int64), mflat, 5, lens)
     assert lidx.tolist() == [2, 3, 4, 4] and lens.tolist() == [3, 1]
     capx = np.array([10.0] * 5 + [np.inf])
     vol = np.array([5.0, 3.0])
     order = np.array([0, 1], np.int64)
     load, out = np.zeros(6), np.zeros(2, np.int64)
     # both paths of flow 0 reach 0.5: the first wins; the sentinel is never loaded
-    kernels.greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx, out)
+    krapier.greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx, out)
     assert out.tolist() == [0, 0] and load.tolist() == [5, 5, 0, 0, 3, 0]
     load = np.array([10.0, 0, 0, 0, 0, 0])  # 10 bits reserved on link 0: 1.5 vs 0.8
-    kernels.greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx, out)
+    krapier.greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx, out)
     assert out.tolist() == [1, 0] and load.tolist() == [10, 0, 5, 5, 8, 0]
     room = np.empty(2, bool)
     rx = np.array([1.0, 0.0, 1.0, 1.0, 1.0, np.inf])
-    kernels.any_room_kernel(off, npaths, nhops, mflat, rx, room)
+    krapier.any_room_kernel(off, npaths, nhops, mflat, rx, room)
     assert room.tolist() == [True, True]
     rx[4] = np.nan  # NaN is no room, as in the numpy reduceat
-    kernels.any_room_kernel(off, npaths, nhops, mflat, rx, room)
+    krapier.any_room_kernel(off, npaths, nhops, mflat, rx, room)
     assert room.tolist() == [False, False]
     load = np.zeros(5)
-    kernels.route_load_kernel(vol, off, nhops, np.array([1, 0], np.int64), mflat, 5, load)
+    krapier.route_load_kernel(vol, off, nhops, np.array([1, 0], np.int64), mflat, 5, load)
     assert load.tolist() == [0, 0, 5, 5, 8]
 
 
 @pytest.mark.parametrize("topology", ["fattree:4", "vl2:4,4,2", "fig1"])
 def test_all_links_from_path_blocks_equal_unique_of_the_paths(topology, monkeypatch):
-    # _CoflowArrays.all_links from the path blocks (kernels.mark_blocks_kernel) =
+    # _CoflowArrays.all_links from the path blocks (krapier.mark_blocks_kernel) =
     # np.unique of the candidate paths' links, fresh and after flows finish
     got = {}
     for on in (False, True):
@@ -710,14 +716,14 @@ def test_simulator_event_pass_compiled_equals_numpy(seed):
         rate_pos = rng.choice([0.0, -1.0, 1e9, 3e8], m) * rng.random(m)
         prev = np.where(rng.random(m) < 0.5, rate_pos, rng.random(m) * 1e9)
         # sending mask and the sticky paths' look positions
-        pos, look = kernels.sim_look_kernel(rate_pos, act_idx, glob_len)
+        pos, look = ksim.sim_look_kernel(rate_pos, act_idx, glob_len)
         want_pos = ~(rate_pos <= 0)
         assert pos.tolist() == want_pos.tolist()
         assert look.tolist() == np.flatnonzero(want_pos & ~(glob_len[act_idx] > 0)).tolist()
         pos[look[:1]] = False  # a flow the path check stopped
         load = rng.random(nl) * 1e10
         want_load = load.copy()
-        sel, rate, gsel, sent_g, ttf, w, bad, tmin = kernels.sim_select_kernel(
+        sel, rate, gsel, sent_g, ttf, w, bad, tmin = ksim.sim_select_kernel(
             pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev, load)
         want_sel = np.flatnonzero(pos)
         assert sel.tolist() == want_sel.tolist() and bad == -1
@@ -745,16 +751,16 @@ def test_simulator_event_pass_compiled_equals_numpy(seed):
             want_new = sent_g + rate * dt / 8.0
             want_new[want_fin] = size[gsel[want_fin]]
             want_sent[gsel] = want_new
-        new, fin = kernels.sim_advance_kernel(gsel, rate, sent_g, ttf, size, sent, dt, thresh)
+        new, fin = ksim.sim_advance_kernel(gsel, rate, sent_g, ttf, size, sent, dt, thresh)
         assert new.tobytes() == want_new.tobytes() and fin.tolist() == want_fin.tolist()
         assert sent.tobytes() == want_sent.tobytes()
         drop = sel[fin]
         keep = np.ones(m, bool)
         keep[drop] = False
         want_idx, want_w = act_idx[keep], w[keep]
-        n = kernels.drop_positions_kernel(act_idx, drop)
+        n = ksim.drop_positions_kernel(act_idx, drop)
         assert act_idx[:n].tolist() == want_idx.tolist()
-        n = kernels.drop_positions_kernel(w, drop)
+        n = ksim.drop_positions_kernel(w, drop)
         assert w[:n].tobytes() == want_w.tobytes()
 
 
@@ -763,14 +769,14 @@ def test_simulator_event_pass_reports_the_first_bad_rate():
     # simulator raises naming the flow), the first one in position order
     rate_pos = np.array([0.0, 1e9, np.inf, np.nan, 2e9])
     act = np.arange(5, dtype=np.int64)
-    pos, look = kernels.sim_look_kernel(rate_pos, act, np.ones(5, np.int64))
+    pos, look = ksim.sim_look_kernel(rate_pos, act, np.ones(5, np.int64))
     assert pos.tolist() == [False, True, True, True, True] and look.size == 0
-    out = kernels.sim_select_kernel(pos, rate_pos, act, np.full(5, 8.0), np.zeros(5),
+    out = ksim.sim_select_kernel(pos, rate_pos, act, np.full(5, 8.0), np.zeros(5),
                                     np.zeros((5, 1), np.int64), np.ones(5, np.int64),
                                     np.zeros(5), np.zeros(1))
     assert out[6] == 2
     # hand case: 8 bytes left at 64 bit/s take 1 s; 4 of 8 sent at 32 bit/s, 1 s
-    sel, rate, gsel, sent_g, ttf, w, bad, tmin = kernels.sim_select_kernel(
+    sel, rate, gsel, sent_g, ttf, w, bad, tmin = ksim.sim_select_kernel(
         np.array([True, False, True]), np.array([64.0, 5.0, 32.0]),
         np.array([0, 1, 2], np.int64), np.array([8.0, 8.0, 8.0]),
         np.array([0.0, 0.0, 4.0]), np.zeros((3, 1), np.int64), np.ones(3, np.int64),
@@ -783,7 +789,9 @@ def test_greedy_group_by_group_with_skips_equals_the_stacked_greedy(seed, monkey
     # Sincronia's joint greedy pass run group by group, skipping the groups whose
     # first (or last) links are all saturated: bit for bit greedy_rates over the
     # stacked rows, and the skip test does skip groups on a saturated fabric
-    from rapier_app.scheduling.seedbase import _Group, _SeedScheduler, greedy_rates
+    from rapier_app.scheduling.seeds.base import _SeedScheduler
+    from rapier_app.scheduling.seeds.group import _Group
+    from rapier_app.scheduling.seeds.passes import greedy_rates
     from topologies import build_topology
 
     topo = build_topology("bigswitch:12")
@@ -803,14 +811,14 @@ def test_greedy_group_by_group_with_skips_equals_the_stacked_greedy(seed, monkey
     want = greedy_rates(np.concatenate([g.P for g in groups]), want_res, s._tol)
     calls = []
     visited = []
-    orig = kernels.greedy_group_kernel
+    orig = ksincronia.greedy_group_kernel
 
     def counted(P, *a):
         calls.append(1)
         visited.append((orig(P, *a), P.shape[0]))
         return visited[-1][0]
 
-    monkeypatch.setattr(kernels, "greedy_group_kernel", counted)
+    monkeypatch.setattr(ksincronia, "greedy_group_kernel", counted)
     rates = {id(g): np.zeros(g.n) for g in groups}
     s.joint_pass(groups, res, rates, greedy_rates)
     got = np.concatenate([rates[id(g)] for g in groups])
@@ -841,14 +849,14 @@ def test_greedy_group_kernel_stops_exactly_when_the_ends_are_blocked():
         tol = np.append(np.full(nl, 10.0), 0.0)
         want_res = residual.copy()
         want = np.zeros(n)
-        kernels.greedy_kernel(P, want_res, tol, want)
+        ksincronia.greedy_kernel(P, want_res, tol, want)
         last = np.array([row[row < L][-1] for row in P], dtype=np.int64)
         first = np.unique(P[:, 0])
         lastu = np.unique(last)
         got = np.zeros(n)
         mark = np.zeros(nl + 1, dtype=np.int8)
         res = residual.copy()
-        seen = kernels.greedy_group_kernel(P, res, tol, got, first, lastu, mark)
+        seen = ksincronia.greedy_group_kernel(P, res, tol, got, first, lastu, mark)
         assert got.tobytes() == want.tobytes() and res.tobytes() == want_res.tobytes()
         assert not mark.any() and 0 <= seen <= n
         stopped += seen < n
@@ -858,9 +866,9 @@ def test_greedy_group_kernel_stops_exactly_when_the_ends_are_blocked():
 @pytest.mark.parametrize("seed", range(8))
 def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
     # the weighted pass's rounds >= 2 fill a group from its kept per-link counts of
-    # alive rows (kernels._waterfill_kept), visiting only the rows of links whose
+    # alive rows (kweighted._waterfill_kept), visiting only the rows of links whose
     # share is within tolerance; the rates and the share left must be those of
-    # testing every alive row (kernels._waterfill_alive), bit for bit
+    # testing every alive row (kweighted._waterfill_alive), bit for bit
     rng = np.random.default_rng(100 + seed)
     nl, W = 40, 3
     L = nl - 1
@@ -870,16 +878,16 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
         n = int(rng.integers(1, 60))
         P = _random_rows(rng, n, W, L)
         gptr = np.array([0, n], dtype=np.int64)
-        lptr, rows = kernels.group_csr(P, nl)
+        lptr, rows = kalloc.group_csr(P, nl)
         lptrs = lptr.reshape(1, -1)
         alive_rows = np.flatnonzero(rng.random(n) < 0.8)
         alive = np.zeros(n, np.int64)
         alive[:alive_rows.size] = alive_rows
         # the kept path's list also holds rows killed since its last compaction
-        # (kernels._compact_alive), and its alive rows carry the stamps of earlier
+        # (kweighted._compact_alive), and its alive rows carry the stamps of earlier
         # fillings (any value below this filling's epoch ep)
         ep = 7
-        stamp = np.full(n, kernels.DEAD, np.int32)
+        stamp = np.full(n, kalloc.DEAD, np.int32)
         stamp[alive_rows] = rng.integers(0, ep, alive_rows.size)
         killed = np.flatnonzero(rng.random(n) < 0.1)
         listed = np.union1d(alive_rows, killed).astype(np.int64)
@@ -897,27 +905,27 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
         tol = np.full(nl, 1e-9)
         tol[L] = 0.0
         gend = np.zeros((1, 2, nl), np.int64)
-        kernels._count_ends(P, gptr, 0, alive, alive_rows.size, gend)
-        ends_blocked += bool(alive_rows.size) and kernels._ends_blocked(gend, 0, share, tol)
+        kweighted._count_ends(P, gptr, 0, alive, alive_rows.size, gend)
+        ends_blocked += bool(alive_rows.size) and kweighted._ends_blocked(gend, 0, share, tol)
         s1, r1 = share.copy(), np.zeros(n)
-        a1 = kernels._waterfill_alive(P, gptr, 0, alive, alive_rows.size, s1, tol, r1,
+        a1 = kweighted._waterfill_alive(P, gptr, 0, alive, alive_rows.size, s1, tol, r1,
                                       lptrs, rows)
         # end counts not yet taken (counted on the first test of every alive row),
         # and already kept
         for ok in (False, True):
             gend = np.full((1, 2, nl), -7, np.int64)
             if ok:
-                kernels._count_ends(P, gptr, 0, alive, alive_rows.size, gend)
+                kweighted._count_ends(P, gptr, 0, alive, alive_rows.size, gend)
             gok = np.array([ok])
             s2, r2 = share.copy(), np.zeros(n)
             st2, lst2 = stamp.copy(), stale.copy()
             lcnt = np.array([listed.size], np.int64)
-            a2 = kernels._waterfill_kept(P, gptr, 0, lst2, alive_rows.size, st2, ep, gcnt,
+            a2 = kweighted._waterfill_kept(P, gptr, 0, lst2, alive_rows.size, st2, ep, gcnt,
                                          s2, tol, r2, lptrs, rows, gend, gok, lcnt)
             assert a1 == a2
             assert r1.tobytes() == r2.tobytes() and s1.tobytes() == s2.tobytes()
             # the dead rows stay dead; the alive ones are stamped ep at most
-            assert (st2[killed[~np.isin(killed, alive_rows)]] == kernels.DEAD).all()
+            assert (st2[killed[~np.isin(killed, alive_rows)]] == kalloc.DEAD).all()
             assert (st2[alive_rows] <= ep).all()
             # compacted only when every alive row was tested
             assert lcnt[0] in (listed.size, alive_rows.size)
@@ -933,9 +941,9 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_killed_rows_leave_the_kept_counts(seed):
     # the weighted pass removes the rows of newly saturated links from its kept
-    # state (kernels._kill_rows): the stamps, the link counts and the end counts
+    # state (kweighted._kill_rows): the stamps, the link counts and the end counts
     # left must be those of the rows still alive, counted afresh, and the alive
-    # list, compacted on demand (kernels._compact_alive), those rows in order
+    # list, compacted on demand (kweighted._compact_alive), those rows in order
     rng = np.random.default_rng(300 + seed)
     nl, W = 30, 4
     L = nl - 1
@@ -945,46 +953,46 @@ def test_killed_rows_leave_the_kept_counts(seed):
         # group 1 of two (rows 3.. of the stack), the first three rows another group
         Ps = np.vstack([np.full((3, W), L, dtype=np.int64), P])
         gptr = np.array([0, 3, 3 + n], dtype=np.int64)
-        lptr, rows = kernels.group_csr(P, nl)
-        lptrs = np.vstack([kernels.group_csr(Ps[:3], nl)[0], lptr])
-        rows_all = np.concatenate([kernels.group_csr(Ps[:3], nl)[1], rows])
+        lptr, rows = kalloc.group_csr(P, nl)
+        lptrs = np.vstack([kalloc.group_csr(Ps[:3], nl)[0], lptr])
+        rows_all = np.concatenate([kalloc.group_csr(Ps[:3], nl)[1], rows])
         alive_rows = 3 + np.flatnonzero(rng.random(n) < 0.8)
         alive = np.arange(3 + n, dtype=np.int64)
         alive[3:3 + alive_rows.size] = alive_rows
-        stamp = np.full(3 + n, kernels.DEAD, np.int32)
+        stamp = np.full(3 + n, kalloc.DEAD, np.int32)
         stamp[alive_rows] = rng.integers(0, 5, alive_rows.size)
         gcnt = np.zeros((2, nl), np.int64)
         for i in alive_rows:
             for lk in Ps[i]:
                 gcnt[1, lk] += 1
         gend = np.zeros((2, 2, nl), np.int64)
-        kernels._count_ends(Ps, gptr, 1, alive, alive_rows.size, gend)
+        kweighted._count_ends(Ps, gptr, 1, alive, alive_rows.size, gend)
         gok = np.array([False, True])
         newly = rng.choice(L, int(rng.integers(0, 4)), replace=False).astype(np.int64)
         newly = np.concatenate([newly, np.zeros(3, np.int64)])  # unused tail
         nnew = newly.size - 3
         before = alive.copy()
-        left = kernels._kill_rows(Ps, gptr, 1, newly, nnew, lptrs, rows_all, alive,
+        left = kweighted._kill_rows(Ps, gptr, 1, newly, nnew, lptrs, rows_all, alive,
                                   alive_rows.size, stamp, gcnt, gend, gok)
         want = [i for i in alive_rows if not set(Ps[i]) & set(newly[:nnew].tolist())]
         assert left == len(want)
-        assert np.flatnonzero(stamp != kernels.DEAD).tolist() == want
-        # the list is compacted later, on demand (kernels._compact_alive)
+        assert np.flatnonzero(stamp != kalloc.DEAD).tolist() == want
+        # the list is compacted later, on demand (kweighted._compact_alive)
         assert np.array_equal(alive, before)
-        assert kernels._compact_alive(alive, 3, alive_rows.size, stamp) == left
+        assert kweighted._compact_alive(alive, 3, alive_rows.size, stamp) == left
         assert alive[3:3 + left].tolist() == want
         want_cnt = np.zeros((2, nl), np.int64)
         for i in want:
             for lk in Ps[i]:
                 want_cnt[1, lk] += 1
         want_end = np.zeros((2, 2, nl), np.int64)
-        kernels._count_ends(Ps, gptr, 1, np.array([0, 1, 2] + want, np.int64), len(want),
+        kweighted._count_ends(Ps, gptr, 1, np.array([0, 1, 2] + want, np.int64), len(want),
                             want_end)
         assert np.array_equal(gcnt, want_cnt) and np.array_equal(gend, want_end)
 
 
 def test_end_counts_and_the_blocked_ends_test():
-    # kernels._count_ends counts alive rows by first and by last non-padding link;
+    # kweighted._count_ends counts alive rows by first and by last non-padding link;
     # _ends_blocked says no row can be active only when a whole side is within
     # tolerance (hand case: rows 0->1, 0->2, 3->2 on links 0..3, dummy 4)
     L = 4
@@ -992,21 +1000,21 @@ def test_end_counts_and_the_blocked_ends_test():
     gptr = np.array([0, 4], dtype=np.int64)
     alive = np.array([0, 1, 2, 0], dtype=np.int64)  # rows 0-2 alive, row 3 not
     gend = np.full((1, 2, L + 1), -1, np.int64)
-    kernels._count_ends(P, gptr, 0, alive, 3, gend)
+    kweighted._count_ends(P, gptr, 0, alive, 3, gend)
     assert gend[0, 0].tolist() == [2, 0, 0, 1, 0]  # first links 0, 0, 3
     assert gend[0, 1].tolist() == [0, 1, 2, 0, 0]  # last links 1, 2, 2
     tol = np.array([1e-9] * L + [0.0])
     free = np.array([5.0] * L + [np.inf])
-    assert not kernels._ends_blocked(gend, 0, free, tol)
+    assert not kweighted._ends_blocked(gend, 0, free, tol)
     one = free.copy()
     one[0] = 0.0  # rows 0 and 1 blocked, row 2 (3->2) not
-    assert not kernels._ends_blocked(gend, 0, one, tol)
+    assert not kweighted._ends_blocked(gend, 0, one, tol)
     firsts = one.copy()
     firsts[3] = 1e-9  # every first link within tolerance
-    assert kernels._ends_blocked(gend, 0, firsts, tol)
+    assert kweighted._ends_blocked(gend, 0, firsts, tol)
     lasts = free.copy()
     lasts[1] = lasts[2] = 0.0  # every last link
-    assert kernels._ends_blocked(gend, 0, lasts, tol)
+    assert kweighted._ends_blocked(gend, 0, lasts, tol)
     mixed = free.copy()
     mixed[0] = mixed[2] = 0.0  # every row blocked, but no whole side: not seen
-    assert not kernels._ends_blocked(gend, 0, mixed, tol)
+    assert not kweighted._ends_blocked(gend, 0, mixed, tol)

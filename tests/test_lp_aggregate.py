@@ -7,7 +7,7 @@ import pytest
 from rapier_app.core.model import CoflowState, InfoPolicy
 from rapier_app.core.workload import scenario, synthetic
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.rapier import solve_lp4, solve_lp4_aggregated
+from rapier_app.scheduling.rapier.lp4 import solve_lp4, solve_lp4_aggregated
 from rapier_app.sim import simulate
 from topologies import fat_tree, leaf_spine
 
@@ -89,7 +89,7 @@ def test_rapier_aggregated_keeps_invariants():
 
 
 def test_bad_aggregate_threshold_names_the_field():
-    from rapier_app.scheduling.base import SchedulerError
+    from rapier_app.scheduling import SchedulerError
 
     with pytest.raises(SchedulerError, match="aggregate_min_paths"):
         make_scheduler("rapier", fat_tree(4), aggregate_min_paths=-1)
@@ -97,10 +97,10 @@ def test_bad_aggregate_threshold_names_the_field():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_compiled_expansion_equals_numpy_expansion(seed, monkeypatch):
-    # the compiled expansion (kernels.expand_commodities_kernel) gives the numpy
+    # the compiled expansion (krapier.expand_commodities_kernel) gives the numpy
     # code's rows bit for bit: equal volumes (stable order), zero volumes,
     # commodities with one path and partly used links included
-    from rapier_app.scheduling import kernels
+    from rapier_app import kernels
 
     topo = fat_tree(4, hosts_per_edge=4)
     cf = synthetic(topo, 1, 60, 0.0, sizes="uniform:1,4", seed=seed)[0]
@@ -123,7 +123,7 @@ def test_compiled_expansion_equals_numpy_expansion(seed, monkeypatch):
 def test_commodities_of_survivors_equal_a_fresh_grouping(seed):
     # commodities_subset (carried over when flows finish) = lp4_commodities of the
     # survivors' matrices: same members, numbering, inner paths and host links
-    from rapier_app.scheduling.rapier_lp import commodities_subset, lp4_commodities
+    from rapier_app.scheduling.rapier.lp4 import commodities_subset, lp4_commodities
 
     topo = fat_tree(4, hosts_per_edge=4)
     cf = synthetic(topo, 1, 60, 0.0, seed=seed)[0]

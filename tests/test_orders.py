@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rapier_app.scheduling.orders import greedy_completion_order, open_shop_cost, sebf_order
-from rapier_app.scheduling.seeds import bssi_order
+from rapier_app.scheduling.seeds.sincronia import bssi_order
 
 # ports: h1 up, h2 down, h3 down, h4 up, h5 down (s).  A = {h1->h2 5 s};
 # B = {h1->h3 4 s, h4->h5 6 s}.

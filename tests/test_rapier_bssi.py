@@ -64,6 +64,6 @@ def test_bssi_and_minimum_cct_first_disagree_by_hand():
 
 
 def test_order_parameter_is_checked():
-    from rapier_app.scheduling.base import SchedulerError
+    from rapier_app.scheduling import SchedulerError
     with pytest.raises(SchedulerError, match="order"):
         make_scheduler("rapier-bssi", build_topology("bigswitch:3"), order="sebf")

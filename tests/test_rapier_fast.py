@@ -7,7 +7,7 @@ import pytest
 from rapier_app.core.model import CoflowState, InfoPolicy
 from rapier_app.core.workload import synthetic
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.rapier import solve_lp4, solve_lp4_reference
+from rapier_app.scheduling.rapier.lp4 import solve_lp4, solve_lp4_reference
 from rapier_app.sim import simulate
 from topologies import fat_tree, vl2
 

@@ -5,7 +5,7 @@ import pytest
 
 from rapier_app.core.model import Schedule, make_coflow
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.base import Scheduler
+from rapier_app.scheduling import Scheduler
 from rapier_app.sim import simulate
 from rapier_app.sim.simulator import SimulationError
 from topologies import build_topology

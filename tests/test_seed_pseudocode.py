@@ -12,7 +12,7 @@ import pytest
 from topologies import build_topology
 from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.seeds import MIB
+from rapier_app.scheduling.seeds.passes import MIB
 
 GBPS = 1e9
 
@@ -190,7 +190,7 @@ def test_sincronia_ordered_coflows_keep_their_place():
 # ---------------------------------------------------------------------------------
 def test_greedy_rates_equals_rescan_bit_for_bit():
     import numpy as np
-    from rapier_app.scheduling.seedbase import _greedy_rates_rescan, greedy_rates
+    from rapier_app.scheduling.seeds.passes import _greedy_rates_rescan, greedy_rates
     rng = np.random.default_rng(0)
     for _ in range(200):
         L, n, W = int(rng.integers(3, 30)), int(rng.integers(0, 200)), int(rng.integers(1, 5))
@@ -224,8 +224,9 @@ def test_aalo_rounds_that_change_nothing_end_at_once_with_the_capped_rates(compi
     # a fixed point.  Before, the pass ran the 200-round cap (each round a copy of
     # the first), then the strict pass gave A the 1.5 bit/s and B nothing.  Now
     # the pass ends after round 2 with the same rates, bit for bit.
-    from rapier_app.scheduling import kernels
-    from rapier_app.scheduling.seedbase import MAX_WEIGHTED_ROUNDS, _Group
+    from rapier_app import kernels
+    from rapier_app.scheduling.seeds.group import _Group
+    from rapier_app.scheduling.seeds.passes import MAX_WEIGHTED_ROUNDS
 
     monkeypatch.setattr(kernels, "ENABLED", compiled)
     topo = build_topology("bigswitch:4")

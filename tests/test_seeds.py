@@ -1,4 +1,4 @@
-"""Tests of the seed papers' schedulers (rapier_app/scheduling/seeds.py).
+"""Tests of the seed papers' schedulers (rapier_app/scheduling/seeds/).
 
 Expected values are computed by hand in the comments; units are bytes, bit/s, s.
 All workloads are small: the whole file runs in seconds.
@@ -11,9 +11,10 @@ from topologies import build_topology
 from rapier_app.core.model import CoflowState, InfoPolicy, InformationError, make_coflow
 from rapier_app.core.workload import synthetic
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.base import SchedulerError
-from rapier_app.scheduling.seeds import (MIB, Aalo, bssi_lp_select, bssi_order, greedy_rates,
-                                         orphan_order, waterfill)
+from rapier_app.scheduling import SchedulerError
+from rapier_app.scheduling.seeds.aalo import Aalo
+from rapier_app.scheduling.seeds.passes import MIB, greedy_rates, waterfill
+from rapier_app.scheduling.seeds.sincronia import bssi_lp_select, bssi_order, orphan_order
 from rapier_app.sim.simulator import simulate
 
 GBPS = 1e9
@@ -164,8 +165,8 @@ def test_waterfill_max_min():
 
 
 def test_waterfill_wide_max_min_and_equal_to_plain_loop():
-    from rapier_app.scheduling.seeds import (WATERFILL_INCREMENTAL, _waterfill_incremental,
-                                             _waterfill_plain)
+    from rapier_app.scheduling.seeds.passes import (WATERFILL_INCREMENTAL, _waterfill_incremental,
+                                                    _waterfill_plain)
     # a wide coflow takes the incremental path: 60 flows from port 0 (cap 6) to
     # ports 1..3 (caps 1, 2, 30), 20 flows each; link 0 would give 0.1 each, port 1
     # limits its 20 flows to 0.05 (1 in all), port 2 to 0.1, then the 20 flows to

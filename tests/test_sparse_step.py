@@ -16,8 +16,9 @@ import pytest
 
 from rapier_app.core.model import CoflowSpec, FlowSpec, Schedule, make_coflow
 from rapier_app.core.workload import synthetic
-from rapier_app.scheduling import kernels, make_scheduler
-from rapier_app.scheduling.base import Scheduler
+from rapier_app import kernels
+from rapier_app.kernels import sim as ksim
+from rapier_app.scheduling import Scheduler, make_scheduler
 from rapier_app.sim import SimulationError, simulate
 from rapier_app.sim import simulator as simmod
 from topologies import build_topology
@@ -38,13 +39,13 @@ def _run(monkeypatch, sparse, topo, cfs, sched, every=1000):
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     monkeypatch.setattr(simmod, "EXACT_CHECK_EVERY", every)
     calls = []
-    orig = simmod._kernels.sim_sparse_kernel
+    orig = simmod._ksim.sim_sparse_kernel
 
     def counted(*a):
         calls.append(1)
         return orig(*a)
 
-    monkeypatch.setattr(simmod._kernels, "sim_sparse_kernel", counted)
+    monkeypatch.setattr(simmod._ksim, "sim_sparse_kernel", counted)
     res = simulate(topo, cfs, sched, record_flows=True)
     return res, len(calls)
 
@@ -193,7 +194,7 @@ def test_schedules_hand_back_the_bound_active_list_with_the_same_results(
     # nonzero positions, so it scans no rate vector; the results are those of a run
     # in which nothing is bound and no position given (the per-flow lists are built,
     # the rates scanned)
-    from rapier_app.scheduling.base import Scheduler as Base
+    from rapier_app.scheduling import Scheduler as Base
 
     topo = build_topology("fattree:4")
     cfs = synthetic(topo, 20, 12, 0.05, "pareto:0.5,1.3", seed=4)
@@ -229,7 +230,7 @@ def test_schedules_hand_back_the_bound_active_list_with_the_same_results(
 
 
 def test_aligned_and_concat_paths():
-    from rapier_app.scheduling.seedbase import _aligned, _ConcatPaths
+    from rapier_app.scheduling.seeds.group import _aligned, _ConcatPaths
 
     class G:  # the two fields of a _Group they read
         def __init__(self, flows):
@@ -373,5 +374,5 @@ def test_rank_select_gives_the_live_flows_global_indices():
         live = np.flatnonzero(alive)
         k = int(rng.integers(0, live.shape[0] + 1))
         sel = np.sort(rng.choice(live.shape[0], k, replace=False)).astype(np.int64)
-        got = kernels.rank_select_kernel(alive, bcnt, sel)
+        got = ksim.rank_select_kernel(alive, bcnt, sel)
         assert got.tolist() == live[sel].tolist()

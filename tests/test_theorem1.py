@@ -10,7 +10,7 @@ import pytest
 
 from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
 from rapier_app.scheduling import make_scheduler
-from rapier_app.scheduling.rapier import fixed_route_alpha, solve_lp4
+from rapier_app.scheduling.rapier.lp4 import fixed_route_alpha, solve_lp4
 from topologies import leaf_spine
 
 

@@ -101,7 +101,7 @@ def _topo(key):
 def lp_times(k: int, n_lps: int, width: int = 128, seed: int = 2) -> dict:
     """Per-LP build/solve times (ms, means) and rounding quality, see module doc."""
     from ..core.workload import synthetic
-    from ..scheduling.rapier import (fixed_route_alpha, solve_lp4, solve_lp4_reference)
+    from ..scheduling.rapier.lp4 import (fixed_route_alpha, solve_lp4, solve_lp4_reference)
     from ..core.model import CoflowState, InfoPolicy
 
     topo = _topo(("ft", k))
@@ -111,7 +111,7 @@ def lp_times(k: int, n_lps: int, width: int = 128, seed: int = 2) -> dict:
     out: Dict[str, Dict[str, float]] = {}
     ratios: Dict[str, List[float]] = {}
     try:
-        from ..scheduling import fast as fastmod
+        from ..scheduling.rapier import routes as fastmod
         ls_round = getattr(fastmod, "improved_routes", None)
     except ImportError:
         ls_round = None

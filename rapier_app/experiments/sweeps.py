@@ -31,7 +31,7 @@ from .fabrics import fabric
 #: The paper's four schemes (Section V-B); seed schedulers are added when registered.
 PAPER_SCHEMES = ["baseline", "routing-only", "scheduling-only", "rapier"]
 SEED_SCHEMES = ["aalo", "philae", "sincronia", "optas"]
-#: This project's improved rounding (rapier_app/scheduling/fast.py).
+#: This project's improved rounding (rapier_app/scheduling/rapier/routes.py).
 IMPROVED_SCHEMES = ["rapier-ls", "rapier-spread"]
 #: Default flow sizes: uniform 1-10 MB (see docs/evaluation.md for why).
 DEFAULT_SIZES = "uniform:1,10"

@@ -39,8 +39,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import kernels
 from ..core.model import CoflowState, FlowState, Schedule
-from . import kernels
+from ..kernels import conserve as kconserve
 
 #: Residual capacity below this fraction of a link's capacity counts as none
 #: (floating-point noise of cap - sum(rates) must not create work).
@@ -307,7 +308,7 @@ class WorkConservation:
             parts.append(fl)
         F = np.concatenate(parts)
         if kernels.ENABLED:
-            kernels.wc_update_kernel(np.array(D, dtype=np.int64),
+            kconserve.wc_update_kernel(np.array(D, dtype=np.int64),
                                      np.fromiter((x.shape[0] for x in parts), np.int64,
                                                  len(parts)),
                                      F, P, added, self.alive, self.rates, self.cap,

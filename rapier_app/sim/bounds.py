@@ -18,7 +18,7 @@ be far from reachable in loaded runs.
 
 When every flow has a single candidate path the LP is not needed:
 ``alpha* = min_l C_l / (sum of v_j over flows crossing l)`` (closed form).
-Otherwise (4) is solved on commodities (:func:`~rapier_app.scheduling.rapier.
+Otherwise (4) is solved on commodities (:func:`~rapier_app.scheduling.rapier.lp4.
 solve_lp4_aggregated`: flows between the same first-hop and last-hop switches
 pooled, host links as bounds on alpha), the exact reformulation the RAPIER
 scheduler uses: the same optimum alpha* as the per-flow LP, so the same bound, from
@@ -68,7 +68,7 @@ def coflow_lower_bound(topology: Topology, coflow: CoflowSpec,
     Source: RAPIER Section IV-A, model (4) (and model (2) with fixed routes for the
     single-path closed form).
     """
-    from ..scheduling.rapier import solve_lp4, solve_lp4_aggregated
+    from ..scheduling.rapier.lp4 import solve_lp4, solve_lp4_aggregated
 
     cap = topology.capacity.astype(float)
     vols = np.array([f.size_bytes * BITS for f in coflow.flows])

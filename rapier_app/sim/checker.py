@@ -57,7 +57,7 @@ Checks (``Violation.kind``):
   Pieces shorter than ``1e-9 * max(1, t)`` seconds are not judged.
 
 Schedulers declare their level with the class attribute ``work_conserving`` (see
-:class:`~rapier_app.scheduling.base.Scheduler`); :func:`declared_level` reads it.
+:class:`~rapier_app.scheduling.Scheduler`); :func:`declared_level` reads it.
 
 Units: bytes, bit/s, seconds.  Source: issue 17; the work-conservation invariant of
 RAPIER Algorithm 3 and Varys Section 5.3 (no bandwidth a waiting flow could use

@@ -27,8 +27,9 @@ import numpy as np
 from topologies import Topology, TopologyError
 
 from ..core.model import CoflowSpec, CoflowState, FlowState, InfoPolicy
-from ..scheduling import kernels as _kernels
-from ..scheduling.base import Scheduler
+from .. import kernels as _kernels
+from ..kernels import sim as _ksim
+from ..scheduling import Scheduler
 
 BITS = 8.0
 _UNSET = object()  # "no validated path yet" (a path may legitimately be None)
@@ -478,7 +479,7 @@ class Simulator:
                 # the sending positions: from the schedule's nonzero positions when it
                 # gives them (Schedule.from_vectors(nonzero=...)), else one scan
                 # with their rates and global indices (increasing, as positions are)
-                sel_arr, gsel, rate_arr, look_k = _kernels.sim_senders_kernel(
+                sel_arr, gsel, rate_arr, look_k = _ksim.sim_senders_kernel(
                     rate_pos, _NO_HINT if nz_hint is None else nz_hint,
                     nz_hint is not None, alive8, bcnt, glob_len)
                 none = []
@@ -504,7 +505,7 @@ class Simulator:
                     gsel = gsel[keep_s]
                     rate_arr = rate_arr[keep_s]
                 (sent_g, ttf, bad_k,
-                 ttf_min) = _kernels.sim_sparse_kernel(gsel, rate_arr, size, sent, glob_P,
+                 ttf_min) = _ksim.sim_sparse_kernel(gsel, rate_arr, size, sent, glob_P,
                                                        glob_len, prev_g, prev_rate, load_inc)
                 bad = int(sel_arr[bad_k]) if bad_k >= 0 else -1
                 if bad >= 0:
@@ -515,7 +516,7 @@ class Simulator:
             elif sticky and _kernels.ENABLED:
                 # each flow keeps its first path: only never-validated flows that send
                 # need a look (a waiting flow's path is not yet its own); one pass
-                pos_mask, look_pos = _kernels.sim_look_kernel(rate_pos, act_idx, glob_len)
+                pos_mask, look_pos = _ksim.sim_look_kernel(rate_pos, act_idx, glob_len)
                 look = look_pos if look_pos.shape[0] else None
             elif sticky:
                 pos_mask = ~(rate_pos <= 0)
@@ -570,7 +571,7 @@ class Simulator:
             elif _kernels.ENABLED:
                 # the vector work below in one compiled pass (same values, same sums)
                 (sel_arr, rate_arr, gsel, sent_g, ttf, w, bad,
-                 ttf_min) = _kernels.sim_select_kernel(pos_mask, rate_pos, act_idx, size,
+                 ttf_min) = _ksim.sim_select_kernel(pos_mask, rate_pos, act_idx, size,
                                                        sent, glob_P, glob_len, rate_prev,
                                                        load_inc)
                 if bad >= 0:
@@ -671,7 +672,7 @@ class Simulator:
             if n_sel:
                 if _kernels.ENABLED:
                     # counters advanced and written to sent[gsel] in one pass
-                    new_sent, fin = _kernels.sim_advance_kernel(
+                    new_sent, fin = _ksim.sim_advance_kernel(
                         gsel, rate_arr, sent_g, ttf, size, sent, dt,
                         dt * (1 + 1e-9) + 1e-12)
                 else:
@@ -682,7 +683,7 @@ class Simulator:
                         new_sent[fin] = size[gsel[fin]]
                 if reads_coflow:
                     if _kernels.ENABLED:
-                        _kernels.coflow_sent_kernel(cof_of, gsel, new_sent, sent_g, cof_sent)
+                        _ksim.coflow_sent_kernel(cof_of, gsel, new_sent, sent_g, cof_sent)
                     else:
                         cof_sent += np.bincount(cof_of[gsel], weights=new_sent - sent_g,
                                                 minlength=cof_sent.shape[0])
@@ -731,8 +732,8 @@ class Simulator:
                     if sparse:
                         pass  # no per-position arrays
                     elif keep is None:  # compacted in place (nothing else holds them)
-                        act_idx = act_idx[:_kernels.drop_positions_kernel(act_idx, fin_pos)]
-                        rate_prev = rate_prev[:_kernels.drop_positions_kernel(rate_prev,
+                        act_idx = act_idx[:_ksim.drop_positions_kernel(act_idx, fin_pos)]
+                        rate_prev = rate_prev[:_ksim.drop_positions_kernel(rate_prev,
                                                                                fin_pos)]
                     else:
                         act_idx = act_idx[keep]

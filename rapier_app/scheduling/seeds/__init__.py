@@ -18,19 +18,20 @@ Registered names (selectable in the simulator and in the controller configuratio
 
 Per-flow fair sharing (``fair``) lives in :mod:`classic`.
 
-Layout (issue 15): one module per family -- :mod:`.fifo`, :mod:`.aalo`,
-:mod:`.philae`, :mod:`.sincronia`, :mod:`.optas` -- on the shared machinery of
-:mod:`.seedbase` (sticky ECMP routes, padded link matrices, the strict and weighted
-allocation passes, :func:`waterfill`, :func:`greedy_rates`).  This module re-exports
-all of them, so ``from rapier_app.scheduling.seeds import Aalo`` keeps working, and
-importing it registers every seed scheduler (:data:`.base.REGISTRY`).
+Layout: one module per family -- :mod:`.fifo`, :mod:`.aalo`, :mod:`.philae`,
+:mod:`.sincronia`, :mod:`.optas` -- on the shared machinery: :mod:`.base`
+(:class:`~.base._SeedScheduler`: sticky ECMP routes, the strict, joint and weighted
+allocation passes, the Schedule output), :mod:`.group` (a coflow's padded link
+matrix), :mod:`.stack` (the compiled passes' stacked inputs) and :mod:`.passes`
+(:func:`~.passes.waterfill`, :func:`~.passes.greedy_rates`).  Importing this package
+registers every seed scheduler (:data:`~rapier_app.scheduling.registry.REGISTRY`).
 
 Units: bytes for sizes and counters, bit/s for rates and capacities, seconds for
 times.  Every scheduler routes by sticky ECMP (a flow keeps the path
 :meth:`Scheduler.ecmp_path` hashes it to), as the seed papers assume a big switch or
 ECMP fabric, and returns a rate for every active flow: the controller enforces rates,
 not priorities, so priority disciplines are turned into rates by the allocation
-passes of :mod:`.seedbase`.  The readings made where the papers are silent are
+passes of :mod:`.base`.  The readings made where the papers are silent are
 stated in each class docstring and collected in ``docs/seed-schedulers.md``.
 
 Information model: the non-clairvoyant classes set ``clairvoyant = False``; they read
@@ -39,19 +40,4 @@ only endpoints, ``bytes_sent``, completions and (after completion) sizes.  The
 ask for anything else.
 """
 
-from .aalo import Aalo
-from .fifo import Fifo
-from .optas import Optas
-from .philae import Philae
-from .seedbase import (BITS, CROSS_TOL, MIB, REL_TOL, WATERFILL_INCREMENTAL, greedy_rates,
-                       link_index, waterfill)
-# private names that tests and older code import from here
-from .seedbase import _Group, _row_all, _row_any, _row_max, _row_min  # noqa: F401
-from .seedbase import _SeedScheduler, _waterfill_incremental, _waterfill_plain  # noqa: F401
-from .sincronia import (Sincronia, SincroniaImmediate, SincroniaMaxMin, bssi_lp_select,
-                        bssi_order, orphan_order)
-
-__all__ = ["Aalo", "BITS", "CROSS_TOL", "Fifo", "MIB", "Optas", "Philae", "REL_TOL",
-           "Sincronia", "SincroniaImmediate", "SincroniaMaxMin", "WATERFILL_INCREMENTAL",
-           "bssi_lp_select", "bssi_order", "greedy_rates", "link_index", "orphan_order",
-           "waterfill"]
+from . import aalo, fifo, optas, philae, sincronia  # noqa: F401  (registers the schedulers)

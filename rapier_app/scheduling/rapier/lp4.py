@@ -1,7 +1,6 @@
 """RAPIER's LP relaxation (4) and the fixed-route model (2) (Zhao et al., INFOCOM 2015).
 
-Split out of :mod:`~rapier_app.scheduling.rapier` (issue 15), which re-exports every
-name: the readings of the paper are documented there.
+The readings of the paper are documented in :mod:`.scheduler`.
 
 * :func:`route_load`, :func:`alpha_from_load`, :func:`fixed_route_alpha`: model (2)
   with the routes fixed, in closed form (alpha = min_l R_l / load_l).
@@ -28,8 +27,9 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import FlowState
-from . import kernels
+from ... import kernels
+from ...core.model import FlowState
+from ...kernels import rapier as krapier
 
 BITS = 8.0
 MEGA = 1e6
@@ -449,7 +449,7 @@ class RowBlocks(Sequence):
 
 
 def _commodity_layout(cm: "Commodities", n: int) -> tuple:
-    """The flat arrays :func:`~rapier_app.scheduling.kernels.
+    """The flat arrays :func:`~rapier_app.kernels.rapier.
     expand_commodities_kernel` reads, kept on ``cm``: (members flat, member
     offsets, paths per commodity, per-flow row offsets, per-flow row lengths)."""
     if cm.kern is None:
@@ -561,7 +561,7 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
                 tot[g] = float(m_g[g].sum())  # numpy's (pairwise) sum, as below
                 o += k
         flat = np.empty(int(lens.sum()))
-        kernels.expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot,
+        krapier.expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot,
                                           float(alpha), fo, flat)
         return (alpha, RowBlocks(flat, fo, lens),
                 t1 - t0 if lp_rows else time.perf_counter() - t0, solve_s, G)

@@ -12,7 +12,7 @@ Bertsekas and Gallager, Data Networks, Section 6.5.2) and :func:`greedy_rates`
 disciplines are turned into rates by these passes.
 
 One module per family: :mod:`.fifo`, :mod:`.aalo`, :mod:`.philae`,
-:mod:`.sincronia`, :mod:`.optas`; :mod:`.seeds` re-exports them all.
+:mod:`.sincronia`, :mod:`.optas`.
 
 Units: bytes for sizes and counters, bit/s for rates and capacities, seconds for
 times.
@@ -25,9 +25,7 @@ ask for anything else.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Sequence as _Seq
-from itertools import accumulate, chain, compress, repeat
+from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -35,457 +33,29 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import CoflowState, FlowState, Schedule
-from . import kernels
-from .base import Scheduler, SchedulerError, _dedup
-from .pathcache import pad_rows
+from ... import kernels
+from ...core.model import CoflowState, FlowState, Schedule
+from ...kernels import alloc as kalloc
+from ...kernels import sincronia as ksincronia
+from ...kernels import weighted as kweighted
+from ..base import Scheduler, SchedulerError
+from ..pathcache import pad_rows
+from .group import _aligned, _ConcatPaths, _Group
+from .passes import (_IN_PLACE_MAX, MAX_WEIGHTED_ROUNDS, REL_TOL, _compact, _distinct,
+                     _i64, _row_all, greedy_rates, waterfill)
+from .stack import keep_memo, restack, stack_csr, stack_memo, stack_rows, unstack
+
 
 _FINISH = attrgetter("finish_s")
+
+
 _SENT = attrgetter("bytes_sent")
+
+
 _IDX = attrgetter("_sim_idx")
+
+
 _ORD = attrgetter("_ord")
-
-
-# Row reductions over a padded link matrix P (flows x path width), one column at a
-# time: numpy's axis=1 reductions over rows this narrow (2-6 links) are 5-20x slower
-# than a short loop of 1-D gathers.  Same values as ``vals[P].min(axis=1)`` etc.
-def _row_all(flag: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Per row of ``P``: True when ``flag`` holds on every link (bool array)."""
-    if P.shape[1] == 0:
-        return np.ones(P.shape[0], dtype=bool)
-    out = flag[P[:, 0]]
-    for k in range(1, P.shape[1]):
-        out &= flag[P[:, k]]
-    return out
-
-
-def _row_any(flag: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Per row of ``P``: True when ``flag`` holds on some link (bool array)."""
-    if P.shape[1] == 0:
-        return np.zeros(P.shape[0], dtype=bool)
-    out = flag[P[:, 0]]
-    for k in range(1, P.shape[1]):
-        out |= flag[P[:, k]]
-    return out
-
-
-def _row_min(vals: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Per row of ``P``: the smallest ``vals`` over its links."""
-    out = vals[P[:, 0]]
-    for k in range(1, P.shape[1]):
-        np.minimum(out, vals[P[:, k]], out=out)
-    return out
-
-
-def _row_max(vals: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """Per row of ``P``: the largest ``vals`` over its links."""
-    out = vals[P[:, 0]]
-    for k in range(1, P.shape[1]):
-        np.maximum(out, vals[P[:, k]], out=out)
-    return out
-
-BITS = 8.0
-MIB = float(1 << 20)
-#: Relative tolerance below which a link's residual capacity counts as zero.
-REL_TOL = 1e-9
-#: Relative tolerance for "a counter has reached a threshold".
-CROSS_TOL = 1e-9
-
-
-# ---------------------------------------------------------------------------------
-# vectorised allocation primitives (padded link matrices)
-# ---------------------------------------------------------------------------------
-def waterfill(P: np.ndarray, residual: np.ndarray, tol: np.ndarray,
-              index: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
-    """Max-min fair rates for the flows whose link rows are ``P``, in place.
-
-    Args:
-        P: int matrix (flows x width); row i lists the link indices of flow i's path,
-            padded with the dummy index ``len(residual) - 1`` whose residual is ``inf``.
-        residual: per link (plus the dummy) the capacity still free, in bit/s.  It is
-            reduced in place by the rates given.
-        tol: per link, the residual (bit/s) at or below which the link is saturated.
-        index: optional ``link_index(P, len(residual))`` of this very ``P``, when the
-            caller caches it.
-
-    Returns:
-        Rates in bit/s (one per row).  Flows crossing an already saturated link get 0;
-        every other flow ends with a saturated link on its path (progressive filling,
-        Bertsekas and Gallager, Data Networks, Section 6.5.2).
-
-    Raises:
-        SchedulerError: a flow crosses no link.
-
-    With numba (:data:`.kernels.ENABLED`, the default) the compiled
-    :func:`.kernels.waterfill_kernel` runs (``index`` is then not needed).  Without
-    it, small inputs run the plain loop; from ``WATERFILL_INCREMENTAL`` rows on, the
-    link counts are kept incrementally (a link's count changes only when one of its
-    flows freezes), so a wide coflow costs O(entries + iterations x links) instead of
-    O(entries x iterations).  All three do the same floating-point operations in the
-    same order, so their rates and residuals are bit for bit equal
-    (``tests/test_kernels.py``).
-    """
-    n = P.shape[0]
-    if kernels.ENABLED:
-        rate = np.zeros(n)
-        if n and kernels.waterfill_kernel(_i64(P), residual, tol, rate) < 0:
-            raise SchedulerError("waterfill: a flow crosses no link")
-        return rate
-    if n >= WATERFILL_INCREMENTAL:
-        return _waterfill_incremental(P, residual, tol, index)
-    return _waterfill_plain(P, residual, tol)
-
-
-def _distinct(groups: Sequence[tuple]) -> bool:
-    """True when no group object appears twice in ``groups`` ((group, mask) pairs):
-    the compiled passes stack each group's rows once."""
-    return len({id(g) for g, _ in groups}) == len(groups)
-
-
-def _i64(P: np.ndarray) -> np.ndarray:
-    """``P`` as a C-contiguous int64 matrix (the compiled kernels' one signature)."""
-    if P.dtype == np.int64 and P.flags.c_contiguous:
-        return P
-    return np.ascontiguousarray(P, dtype=np.int64)
-
-
-def link_index(P: np.ndarray, nl: int) -> Tuple[np.ndarray, np.ndarray]:
-    """The entries of ``P`` (flows x width, link ids below ``nl``) grouped by link:
-    ``(by_link, lptr)`` with link l's entries ``by_link[lptr[l]:lptr[l + 1]]`` (flat
-    positions; the flow is position // width), in flow order."""
-    flat = P.ravel()
-    # a stable sort on 16-bit keys is a radix sort: several times faster
-    by_link = np.argsort(flat.astype(np.int16) if nl < 32767 else flat, kind="stable")
-    lptr = np.zeros(nl + 1, dtype=np.int64)
-    np.cumsum(np.bincount(flat, minlength=nl), out=lptr[1:])
-    return by_link, lptr
-
-
-#: Row count from which :func:`waterfill` keeps its link counts incrementally.
-WATERFILL_INCREMENTAL = 48
-
-#: Safety cap on the rounds of :meth:`_SeedScheduler.weighted_pass` run "until the
-#: fabric is saturated" (each round allocates a positive amount; see the method).
-MAX_WEIGHTED_ROUNDS = 200
-
-
-def _waterfill_plain(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """:func:`waterfill` recounting every active flow's links per iteration."""
-    n = P.shape[0]
-    rate = np.zeros(n)
-    if n == 0:
-        return rate
-    act = _row_all(residual > tol, P)
-    nl = residual.shape[0]
-    while act.any():
-        cnt = np.bincount(P[act].ravel(), minlength=nl).astype(float)
-        cnt[-1] = 0.0
-        used = cnt > 0
-        if not used.any():  # only the dummy: a zero-hop path cannot occur here
-            raise SchedulerError("waterfill: a flow crosses no link")
-        inc = float((residual[used] / cnt[used]).min())
-        inc = max(inc, 0.0)
-        rate[act] += inc
-        residual[:-1] -= inc * cnt[:-1]
-        np.maximum(residual, 0.0, out=residual)
-        sat = residual <= tol
-        act &= ~_row_any(sat, P)
-    return rate
-
-
-def _waterfill_incremental(P: np.ndarray, residual: np.ndarray, tol: np.ndarray,
-                           index: Optional[Tuple[np.ndarray, np.ndarray]] = None
-                           ) -> np.ndarray:
-    """:func:`waterfill` with incremental link counts (same operations, same order:
-    an active flow's rate is the running sum of the increments, kept as ``level``)."""
-    n, W = P.shape
-    rate = np.zeros(n)
-    if n == 0:
-        return rate
-    act = _row_all(residual > tol, P)
-    n_act = int(np.count_nonzero(act))
-    if not n_act:
-        return rate
-    nl = residual.shape[0]
-    cnt = np.bincount(P[act].ravel(), minlength=nl).astype(float)
-    cnt[-1] = 0.0
-    # entries sorted by link: the flows of link l are by_link[lptr[l]:lptr[l+1]] // W
-    by_link, lptr = index if index is not None else link_index(P, nl)
-    slot = np.empty(n, dtype=np.int64)  # scratch for _dedup
-    was_sat = residual <= tol
-    level = 0.0
-    while n_act:
-        used = cnt > 0
-        if not used.any():
-            raise SchedulerError("waterfill: a flow crosses no link")
-        inc = float((residual[used] / cnt[used]).min())
-        inc = max(inc, 0.0)
-        level += inc
-        residual[:-1] -= inc * cnt[:-1]
-        np.maximum(residual, 0.0, out=residual)
-        sat = residual <= tol
-        new_sat = np.flatnonzero(sat & ~was_sat).tolist()
-        was_sat = sat
-        if not new_sat:
-            continue
-        ents = (by_link[lptr[new_sat[0]]:lptr[new_sat[0] + 1]] if len(new_sat) == 1 else
-                np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in new_sat]))
-        rows = ents // W
-        newly = _dedup(rows[act[rows]], slot)
-        if not newly.size:
-            continue
-        rate[newly] = level
-        act[newly] = False
-        n_act -= newly.shape[0]
-        cnt -= np.bincount(P[newly].ravel(), minlength=nl)
-        cnt[-1] = 0.0
-    return rate
-
-
-def greedy_rates(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """Order-preserving greedy allocation: row by row, each flow takes all the
-    residual capacity left on its path (bit/s); ``residual`` is reduced in place.
-
-    This is Sincronia Algorithm 2 ("allocate entire BW to the flow if its ingress
-    and egress ports are free") generalised to paths and to partly used links: a flow
-    whose path has free capacity (its smallest residual above the largest tolerance
-    of its links) takes the minimum residual along it, so on a big switch with
-    uniform ports it gets the full port rate exactly when both its ports are free.
-
-    Args:
-        P: int matrix (flows x width) of link rows padded with the dummy index
-            ``len(residual) - 1``, flows in priority order.
-        residual: free capacity per link plus the dummy ``inf`` (bit/s).
-        tol: per link, the residual at or below which it is saturated (bit/s).
-
-    Returns:
-        Rates in bit/s, one per row.
-
-    Residuals only decrease, so a flow found ineligible never becomes eligible
-    again: an eligibility mask is computed once, and after each allocation only the
-    rows crossing the allocated flow's links are re-tested (found through
-    :func:`link_index` for ``WATERFILL_INCREMENTAL`` rows or more).  Each allocation
-    saturates a link, so there are at most ``#links`` of them.  Same test, same
-    floating-point operations and order as the row-by-row rescan it replaces, so the
-    rates are bit for bit equal.  With numba (:data:`.kernels.ENABLED`) the compiled
-    :func:`.kernels.greedy_kernel` runs the rescan itself.
-    """
-    n = P.shape[0]
-    rate = np.zeros(n)
-    if n == 0:
-        return rate
-    if kernels.ENABLED:
-        kernels.greedy_kernel(_i64(P), residual, tol, rate)
-        return rate
-    nl = residual.shape[0]
-    dummy = nl - 1
-    W = P.shape[1]
-    tmax = _row_max(tol, P)
-    ok = _row_min(residual, P) > tmax
-    if n < WATERFILL_INCREMENTAL:
-        by_link = lptr = None
-    else:
-        by_link, lptr = link_index(P, nl)
-    i = -1
-    while True:
-        nxt = ok[i + 1:]
-        if not nxt.size:
-            break
-        j = int(nxt.argmax())  # first True (argmax stops there on a bool array)
-        if not nxt[j]:
-            break
-        i += 1 + j
-        row = P[i]
-        r = float(residual[row].min())
-        rate[i] = r
-        links = row[row < dummy]
-        residual[links] -= r
-        np.maximum(residual, 0.0, out=residual)
-        # only the rows crossing one of these links can have become ineligible
-        if by_link is None:
-            rows = np.arange(i + 1, n)
-        else:
-            rows = np.concatenate([by_link[lptr[l]:lptr[l + 1]] for l in links.tolist()]) // W
-            rows = rows[rows > i]
-        if rows.size:
-            rows = rows[ok[rows]]
-            ok[rows] = _row_min(residual, P[rows]) > tmax[rows]
-    return rate
-
-
-def _greedy_rates_rescan(P: np.ndarray, residual: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """:func:`greedy_rates` as first written (a full rescan after every
-    allocation); kept as the reference the tests compare it with."""
-    n = P.shape[0]
-    rate = np.zeros(n)
-    start = 0
-    while start < n:
-        m = _row_min(residual, P[start:])
-        t = _row_max(tol, P[start:])
-        pos = np.flatnonzero(m > t)
-        if pos.size == 0:
-            break
-        i = start + int(pos[0])
-        r = float(m[pos[0]])
-        rate[i] = r
-        row = P[i]
-        residual[row[row < residual.shape[0] - 1]] -= r
-        np.maximum(residual, 0.0, out=residual)
-        start = i + 1
-    return rate
-
-
-#: Finished flows up to which a group is compacted in place (:func:`_compact`);
-#: above it, through a boolean mask (one copy, whatever the count).
-_IN_PLACE_MAX = 16
-
-
-def _compact(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """``a`` (1-D, or 2-D by rows) without the rows at ``pos`` (sorted, distinct),
-    in their order: for at most :data:`_IN_PLACE_MAX` positions, the rows after each
-    one are moved up in place (a memmove per position, O(rows after ``pos[0]``))
-    and a leading view of ``a`` is returned, so ``a`` itself must not be read
-    again; above it, a masked copy.  Same values in the same order either way."""
-    n = a.shape[0]
-    if len(pos) > _IN_PLACE_MAX:
-        keep = np.ones(n, dtype=bool)
-        keep[pos] = False
-        return a[keep]
-    w = None
-    ps = pos.tolist()
-    for j, p in enumerate(ps):
-        end = ps[j + 1] if j + 1 < len(ps) else n
-        if w is None:
-            w = p
-        k = end - p - 1
-        if k:
-            a[w:w + k] = a[p + 1:end]
-            w += k
-    return a[:n - len(ps)] if ps else a
-
-
-def _aligned(gs: Sequence["_Group"], act: list) -> bool:
-    """True when the list ``act`` (the simulator's active flows,
-    :meth:`Scheduler.bind_active`) is the concatenation of the groups' flow lists:
-    the same length, and each group's first and last flow at its offset (O(groups):
-    the groups are each coflow's active flows in order, so a coflow missing, added
-    or out of place moves a boundary)."""
-    off = 0
-    for g in gs:
-        n = g.n
-        if n:
-            fl = g.flows
-            if off + n > len(act) or act[off] is not fl[0] or act[off + n - 1] is not fl[-1]:
-                return False
-            off += n
-    return off == len(act)
-
-
-class _ConcatPaths(_Seq):
-    """The groups' path lists read as one sequence (read only): ``len``, iteration
-    and integer indexing (a bisection over the group ends), for a schedule whose
-    flows are the simulator's active list (:func:`_aligned`)."""
-
-    __slots__ = ("_lists", "_ends")
-
-    def __init__(self, gs: Sequence["_Group"]):
-        self._lists = [g.paths for g in gs if g.n]
-        self._ends = list(accumulate(len(p) for p in self._lists))
-
-    def __len__(self) -> int:
-        return self._ends[-1] if self._ends else 0
-
-    def __getitem__(self, j):
-        if isinstance(j, slice):
-            return list(self)[j]
-        n = len(self)
-        if j < 0:
-            j += n
-        if not 0 <= j < n:
-            raise IndexError("path index out of range")
-        k = bisect_right(self._ends, j)
-        return self._lists[k][j - (self._ends[k - 1] if k else 0)]
-
-    def __iter__(self):
-        return chain.from_iterable(self._lists)
-
-
-class _Group:
-    """The active flows of one coflow (in flow order) with their sticky paths and
-    padded link rows ``P`` (flows x path width, padded with the dummy link ``L``);
-    ``idx`` holds the flows' simulator indices (``FlowState._sim_idx``) and
-    ``done_max`` the largest byte count of the coflow's finished flows."""
-
-    __slots__ = ("n", "flows", "paths", "P", "L", "idx", "done_max", "_ports", "sizes",
-                 "_index", "ords", "_csr", "_memo", "_first")
-
-    def __init__(self, flows: List[FlowState], paths: List[tuple], P: np.ndarray, L: int,
-                 idx: np.ndarray, done_max: float):
-        self.n = len(flows)
-        self.flows = flows
-        self.paths = paths
-        self.P = P
-        self.L = L
-        self.idx = idx
-        self.done_max = done_max
-        #: flow sizes in bytes, filled by clairvoyant schedulers only (Sincronia)
-        self.sizes: Optional[np.ndarray] = None
-        self._index: Optional[Tuple[np.ndarray, np.ndarray]] = None
-        self._ports: Optional[Tuple[np.ndarray, np.ndarray]] = None
-        #: the flows' positions in their coflow (``FlowState._ord``), increasing;
-        #: filled on first use by :meth:`_SeedScheduler._positions`
-        self.ords: Optional[np.ndarray] = None
-        #: the compiled passes' link index of ``P`` (:func:`kernels.group_csr`), kept
-        #: while the group lives and carried over when flows finish
-        self._csr: Optional[Tuple[np.ndarray, np.ndarray]] = None
-        #: the last weighted pass's record for these rows (:meth:`_SeedScheduler.
-        #: _stack_memo`); a new group (flows finished) starts without one
-        self._memo: Optional[tuple] = None
-        #: the flows' distinct first and last links (:meth:`end_links`), carried over
-        self._first: Optional[Tuple[np.ndarray, np.ndarray]] = None
-
-    def csr(self, nl: int) -> Tuple[np.ndarray, np.ndarray]:
-        """The compiled passes' link index of ``P`` over ``nl`` links (the dummy
-        included): (lptr int64[nl + 1], rows int64[n x width]), link l's rows
-        ``rows[lptr[l]:lptr[l+1]]`` in increasing order (:func:`kernels.group_csr`).
-        Built on first use and kept: a group's rows never change (finished flows make
-        a new group, which inherits it through :func:`kernels.csr_drop`)."""
-        c = self._csr
-        if c is None:
-            c = self._csr = kernels.group_csr(_i64(self.P), nl)
-        return c
-
-    @property
-    def ports(self) -> Tuple[np.ndarray, np.ndarray]:
-        """Per flow, (first link, last link) of its path: the access "ports"."""
-        if self._ports is None:
-            P, n = self.P, self.n
-            if n:
-                last = (P < self.L).sum(axis=1) - 1
-                self._ports = (P[:, 0].copy(), P[np.arange(n), last])
-            else:
-                self._ports = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        return self._ports
-
-    def end_links(self) -> Tuple[np.ndarray, np.ndarray]:
-        """The distinct first links and the distinct last links of the group's
-        flows (two sorted int64 arrays), computed once and kept: when flows finish
-        the kept sets are supersets of the current ones, which is all
-        :func:`kernels.next_open_group` needs."""
-        f = self._first
-        if f is None:
-            a, b = self.ports
-            f = self._first = (np.unique(a).astype(np.int64), np.unique(b).astype(np.int64))
-        return f
-
-    def link_index(self, nl: int) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-        """Cached :func:`link_index` of ``P`` for wide groups (None for narrow ones,
-        which :func:`waterfill` serves with its plain loop)."""
-        if self.n < WATERFILL_INCREMENTAL:
-            return None
-        if self._index is None:
-            self._index = link_index(self.P, nl)
-        return self._index
 
 
 class _SeedScheduler(Scheduler):
@@ -540,7 +110,7 @@ class _SeedScheduler(Scheduler):
         #: at once, with the rates the cap would give
         self.rounds_stalled = 0
         #: rows whose round-1 filling the compiled weighted pass reused from its memo,
-        #: and rows it filled afresh (diagnostics of :func:`kernels.weighted_kernel`)
+        #: and rows it filled afresh (diagnostics of :func:`~rapier_app.kernels.weighted.weighted_kernel`)
         self.memo_rows = [0, 0]
 
     def capacity_changed(self) -> None:
@@ -627,7 +197,7 @@ class _SeedScheduler(Scheduler):
                 if old._ports is not None:
                     g._ports = (old._ports[0][m], old._ports[1][m])
                 if old._csr is not None:
-                    g._csr = kernels.csr_drop(old._csr[0], old._csr[1],
+                    g._csr = kalloc.csr_drop(old._csr[0], old._csr[1],
                                               pos.astype(np.int64), old.n)
             else:
                 # the old group is dropped: its arrays and path list are compacted in
@@ -643,7 +213,7 @@ class _SeedScheduler(Scheduler):
                 g = _Group(act, paths, _compact(old.P, pos), self._L,
                            _compact(old.idx, pos), done_max)
                 if old._csr is not None:  # carried over: one pass, no counting sort
-                    g._csr = kernels.csr_drop(old._csr[0], old._csr[1],
+                    g._csr = kalloc.csr_drop(old._csr[0], old._csr[1],
                                               pos.astype(np.int64), old.n)
                 g.sizes = None if old.sizes is None else _compact(old.sizes, pos)
                 g.ords = None if old.ords is None else _compact(old.ords, pos)
@@ -709,10 +279,10 @@ class _SeedScheduler(Scheduler):
             gs = [g for g, _ in groups]
             P, gptr, lptrs, rows_all, _ = self._stacked("strict", gs, residual.shape[0])
             acc = np.concatenate([rates[id(g)] for g in gs]) if gs else np.zeros(0)
-            if kernels.strict_kernel(P, gptr, residual, self._tol, acc, lptrs, rows_all) < 0:
+            if kalloc.strict_kernel(P, gptr, residual, self._tol, acc, lptrs, rows_all) < 0:
                 self._stacks.pop("strict", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
-            self._unstack(gs, acc, rates)
+            unstack(gs, acc, rates)
             return
         for g, mask in groups:
             if g.n == 0:
@@ -747,7 +317,7 @@ class _SeedScheduler(Scheduler):
             P, gptr, lptrs, rows_all, _ = self._stacked("joint", list(groups),
                                                         residual.shape[0])
             r = np.zeros(P.shape[0])
-            if kernels.joint_kernel(P, gptr, residual, self._tol, r, lptrs, rows_all) < 0:
+            if kalloc.joint_kernel(P, gptr, residual, self._tol, r, lptrs, rows_all) < 0:
                 self._stacks.pop("joint", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
         else:
@@ -763,7 +333,7 @@ class _SeedScheduler(Scheduler):
         """:func:`greedy_rates` over the groups' stacked rows, group by group on the
         shared ``residual`` (the same row order, so the same operations), without
         stacking them, and skipping the groups whose flows' first links, or whose
-        last links, are all saturated (:func:`kernels.next_open_group`: such a
+        last links, are all saturated (:func:`~rapier_app.kernels.sincronia.next_open_group`: such a
         group gets nothing and changes nothing).  Once the fabric is full, the rest
         of the priority list costs one scan of its end links instead of a pass over
         every live flow
@@ -778,20 +348,20 @@ class _SeedScheduler(Scheduler):
         lflat = np.concatenate([e[1] for e in ends])
         tol = self._tol
         mark = np.zeros(residual.shape[0], dtype=np.int8)
-        k = kernels.next_open_group(fflat, fptr, lflat, lptr, 0, residual, tol)
+        k = ksincronia.next_open_group(fflat, fptr, lflat, lptr, 0, residual, tol)
         while k < G:
             g = groups[k]
             if g.n:
                 r = rates[id(g)]
                 if not (r.flags.c_contiguous and r.dtype == np.float64):
                     r = np.zeros(g.n)
-                    kernels.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                    ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
                                                 ends[k][1], mark)
                     rates[id(g)] += r
                 else:  # added in place (the rows it gives nothing keep their entry)
-                    kernels.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                    ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
                                                 ends[k][1], mark)
-            k = kernels.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
+            k = ksincronia.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
 
     def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
                       residual: np.ndarray, rates: Dict[str, np.ndarray],
@@ -851,12 +421,12 @@ class _SeedScheduler(Scheduler):
             np.cumsum([len(groups) for _, groups in queues], out=qptr[1:])
             wts = np.array([float(w) for w, _ in queues])
             out = np.zeros(4, dtype=np.int64)
-            if kernels.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
+            if kweighted.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
                                        lptrs, rows_all, *memo) < 0:
                 self._stacks.pop("weighted", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
-            self._unstack(gs, acc, rates)
-            self._keep_memo(gs, gptr, memo)
+            unstack(gs, acc, rates)
+            keep_memo(gs, gptr, memo)
             self.memo_rows[0] += int(out[2])
             self.memo_rows[1] += int(out[3])
             done = int(out[0])
@@ -916,7 +486,7 @@ class _SeedScheduler(Scheduler):
             if done >= 2 and not used[:L].any():
                 # a fixed point (no flow could grow in this round): every later round
                 # would repeat it until the cap, so hand out the rest now, bit for bit
-                # as at the cap (see kernels.weighted_kernel)
+                # as at the cap (see kweighted.weighted_kernel)
                 stalled = True
                 break
         if stalled:
@@ -928,8 +498,8 @@ class _SeedScheduler(Scheduler):
 
     def _stacked(self, kind: str, gs: List[_Group], nl: int, memo: bool = False) -> tuple:
         """A compiled pass's inputs for the groups ``gs`` over ``nl`` links (the dummy
-        included): (P, gptr, lptrs, rows_all, memo), as :meth:`_stack`,
-        :meth:`_stack_csr` and, with ``memo`` (the weighted pass), :meth:`_stack_memo`
+        included): (P, gptr, lptrs, rows_all, memo), as :func:`~.stack.stack_rows`,
+        :func:`~.stack.stack_csr` and, with ``memo`` (the weighted pass), :func:`~.stack.stack_memo`
         build them (memo None without).  ``kind`` names the pass ("weighted",
         "strict", "joint"): each keeps its own.
 
@@ -948,7 +518,7 @@ class _SeedScheduler(Scheduler):
         c = self._stacks.get(kind)
         if c is not None and c[6] == nl and len(c[0]) == len(gs) and \
                 (c[5] is not None) == memo:
-            got = self._restack(c, gs, nl)
+            got = restack(c, gs, nl, self._drops)
             if got is not None:
                 return got
         P, gptr, _ = self._stack(gs, None, False)
@@ -957,123 +527,20 @@ class _SeedScheduler(Scheduler):
         self._stacks[kind] = [gs, P, gptr, lptrs, rows_all, rec, nl]
         return P, gptr, lptrs, rows_all, rec
 
-    def _restack(self, c: list, gs: List[_Group], nl: int) -> Optional[tuple]:
-        """The in-place update of :meth:`_stacked` (None: not applicable)."""
-        old_gs, P, gptr, lptrs, rows_all, memo, _ = c
-        drops = self._drops
-        changed = [k for k, same in enumerate(map(is_, old_gs, gs)) if not same]
-        for k in changed:
-            d = drops.get(id(gs[k]))
-            if d is None or d[0] is not old_gs[k]:
-                return None
-        if changed:
-            W = P.shape[1]
-            if memo is not None:
-                flag, free0, mark0, in1, out1, free1, lvl = memo
-            newptr = gptr.copy()
-            np.cumsum([g.n for g in gs], out=newptr[1:])
-            Pf = P.reshape(-1)
-            op, np_ = gptr.tolist(), newptr.tolist()
-            G = len(gs)
-            for i, k in enumerate(changed):
-                g = gs[k]
-                t, n = np_[k], g.n
-                lp, rw = g.csr(nl)
-                Pf[t * W:(t + n) * W] = _i64(g.P).reshape(-1)
-                rows_all[t * W:(t + n) * W] = rw
-                lptrs[k] = lp
-                if memo is not None:
-                    flag[k] = 0
-                    lvl[t:t + n] = 0.0
-                # the unchanged groups up to the next changed one move up as a block:
-                # one (overlap-safe) slice copy per array
-                a = k + 1
-                b = changed[i + 1] if i + 1 < len(changed) else G
-                o, t, n = op[a], np_[a], op[b] - op[a]
-                if n and t != o:
-                    Pf[t * W:(t + n) * W] = Pf[o * W:(o + n) * W]
-                    rows_all[t * W:(t + n) * W] = rows_all[o * W:(o + n) * W]
-                    if memo is not None:
-                        lvl[t:t + n] = lvl[o:o + n]
-            R = np_[-1]
-            P, rows_all, gptr = P[:R], rows_all[:R * W], newptr
-            if memo is not None:
-                memo = (flag, free0, mark0, in1, out1, free1, lvl[:R])
-        c[:] = [gs, P, gptr, lptrs, rows_all, memo, nl]
-        return P, gptr, lptrs, rows_all, memo
-
     def _stack(self, groups: Sequence[_Group], rates: Optional[Dict[int, np.ndarray]],
                with_rates: bool = True) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The compiled passes' inputs for ``groups``: their link rows stacked
-        (int64, rows x width), the group boundaries ``gptr`` (group g's rows are
-        ``gptr[g]..gptr[g+1]-1``) and their current rates (bit/s) stacked (zeros
-        when ``rates`` is None), which the kernels add to in place and
-        :meth:`_unstack` writes back."""
-        gptr = np.zeros(len(groups) + 1, dtype=np.int64)
-        if groups:
-            np.cumsum([g.n for g in groups], out=gptr[1:])
-            P = np.ascontiguousarray(np.concatenate([g.P for g in groups]), dtype=np.int64)
-            acc = (None if not with_rates else np.zeros(int(gptr[-1])) if rates is None
-                   else np.concatenate([rates[id(g)] for g in groups]))
-        else:
-            P = np.zeros((0, self._width), dtype=np.int64)
-            acc = np.zeros(0)
-        return P, gptr, acc
+        """:func:`~.stack.stack_rows` with this scheduler's path width."""
+        return stack_rows(groups, rates, with_rates, self._width)
 
     @staticmethod
     def _stack_csr(groups: Sequence[_Group], nl: int) -> Tuple[np.ndarray, np.ndarray]:
-        """The groups' link indexes (:meth:`_Group.csr`) stacked for the compiled
-        passes: ``lptrs`` (int64, groups x (nl + 1)) and ``rows_all`` (int64, the
-        groups' ``rows`` concatenated in group order, so group g's start at
-        ``gptr[g] * width``)."""
-        if not groups:
-            return np.zeros((0, nl + 1), np.int64), np.zeros(0, np.int64)
-        cs = [g.csr(nl) for g in groups]
-        return np.stack([c[0] for c in cs]), np.concatenate([c[1] for c in cs])
+        """:func:`~.stack.stack_csr`."""
+        return stack_csr(groups, nl)
 
     @staticmethod
     def _stack_memo(groups: Sequence[_Group], gptr: np.ndarray, nl: int) -> tuple:
-        """The groups' weighted-pass records (:func:`kernels.weighted_kernel`, memo)
-        stacked for the kernel: (flags int64[groups], free0, mark0 bool[groups x nl],
-        in1, out1 float64[groups x nl], free1 bool[groups x nl], lvl float64[rows]);
-        a group without a record gets flag 0 (nothing to reuse)."""
-        G = len(groups)
-        flag = np.zeros(G, np.int64)
-        free0 = np.zeros((G, nl), bool)
-        mark0 = np.zeros((G, nl), bool)
-        in1 = np.zeros((G, nl))
-        out1 = np.zeros((G, nl))
-        free1 = np.zeros((G, nl), bool)
-        lvls = []
-        for k, g in enumerate(groups):
-            m = g._memo
-            if m is None or m[1].shape[0] != nl:
-                lvls.append(np.zeros(g.n))
-                continue
-            flag[k] = m[0]
-            free0[k], mark0[k], in1[k], out1[k], free1[k] = m[1:6]
-            lvls.append(m[6])
-        lvl = np.concatenate(lvls) if lvls else np.zeros(0)
-        return flag, free0, mark0, in1, out1, free1, lvl
-
-    @staticmethod
-    def _keep_memo(groups: Sequence[_Group], gptr: np.ndarray, memo: tuple) -> None:
-        """Store each group's new weighted-pass record (views of the stacked arrays
-        :meth:`_stack_memo` made and the kernel overwrote)."""
-        flag, free0, mark0, in1, out1, free1, lvl = memo
-        fl = flag.tolist()
-        for k, g in enumerate(groups):
-            g._memo = (fl[k], free0[k], mark0[k], in1[k], out1[k], free1[k],
-                       lvl[gptr[k]:gptr[k + 1]])
-
-    @staticmethod
-    def _unstack(groups: Sequence[_Group], acc: np.ndarray,
-                 rates: Dict[int, np.ndarray]) -> None:
-        """Write the stacked rates ``acc`` (bit/s) back into ``rates[id(group)]``."""
-        o = 0
-        for g in groups:
-            rates[id(g)][:] = acc[o:o + g.n]
-            o += g.n
+        """:func:`~.stack.stack_memo`."""
+        return stack_memo(groups, gptr, nl)
 
     # -- output -------------------------------------------------------------------
     def emit(self, coflows: Sequence[CoflowState], rates: Dict[int, np.ndarray],
@@ -1110,7 +577,7 @@ class _SeedScheduler(Scheduler):
             # (entries with any bit set: -0.0 too, so that they are cleared before the
             # array is reused; np.flatnonzero is 10x slower on floats)
             bits = vec.view(np.int64)
-            nz = (kernels.nonzero_bits_kernel(bits) if kernels.ENABLED
+            nz = (kalloc.nonzero_bits_kernel(bits) if kernels.ENABLED
                   else (bits != 0).nonzero()[0])
             if self.volatile_schedules:
                 self._zb = (rb[3], nz, vec.shape[0])

@@ -2,12 +2,12 @@
 Section IV-B lines 2-7) with this project's tie-break (``tie_break="spread"``).
 
 :class:`RoundingMixin` holds the methods of
-:class:`~rapier_app.scheduling.rapier.Rapier` that turn one coflow's LP (4) into
+:class:`~rapier_app.scheduling.rapier.scheduler.Rapier` that turn one coflow's LP (4) into
 routes: :meth:`~RoundingMixin._route_by_lp` (per-flow or aggregated solve),
 :meth:`~RoundingMixin.round_routes` (argmax rounding, overridden by ``rapier-ls``
 and ``rapier-spread``), :meth:`~RoundingMixin._tie` (argmax vs ECMP vs greedy spread)
-and :meth:`~RoundingMixin._greedy_paths`.  Split out of
-:mod:`~rapier_app.scheduling.rapier` (issue 15); the readings are documented there.
+and :meth:`~RoundingMixin._greedy_paths`.  The readings
+are documented in :mod:`.scheduler`.
 
 The mixin reads the scheduler's ``topology``, ``stats``, ``solver``,
 ``lp_time_limit_s``, ``aggregate``, ``aggregate_min_paths``, ``tie_break`` and
@@ -21,11 +21,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.model import FlowState
-from . import kernels
-from .pathcache import pad_rows, pair_paths
-from .rapier_lp import LP4Structure, lp4_commodities, route_load, solve_lp4, solve_lp4_aggregated
-from .rapier_plan import _CoflowArrays
+from ... import kernels
+from ...core.model import FlowState
+from ...kernels import rapier as krapier
+from ..pathcache import pad_rows, pair_paths
+from .lp4 import LP4Structure, lp4_commodities, route_load, solve_lp4, solve_lp4_aggregated
+from .plan import _CoflowArrays
 
 
 class RoundingMixin:
@@ -69,7 +70,7 @@ class RoundingMixin:
         if carr is not None and usable is carr.cand and kernels.ENABLED and \
                 type(self).round_routes is RoundingMixin.round_routes:
             # the argmax rounding (round_routes) vectorised: the same first maxima
-            kidx = kernels.argmax_rows(ms)
+            kidx = krapier.argmax_rows(ms)
         if kidx is not None:
             base = dict(zip([f.flow_id for f in flows],
                             [ps[k] for ps, k in zip(usable, kidx.tolist())]))
@@ -125,7 +126,7 @@ class RoundingMixin:
 
             def score_k(kidx) -> Tuple[float, float]:
                 load = np.zeros(L)
-                kernels.route_load_kernel(vol, off, nhops, kidx, mflat, L, load)
+                krapier.route_load_kernel(vol, off, nhops, kidx, mflat, L, load)
                 links = np.flatnonzero(load > 0)
                 return score_of(links, load[links])
 
@@ -180,7 +181,7 @@ class RoundingMixin:
     def _greedy_index(self, vol: np.ndarray, carr: "_CoflowArrays", cap: np.ndarray,
                       reserved: Optional[np.ndarray]) -> np.ndarray:
         """:meth:`_greedy_paths` of ``carr``'s flows over their full candidate lists,
-        compiled (:func:`~rapier_app.scheduling.kernels.greedy_place_kernel`): the
+        compiled (:func:`~rapier_app.kernels.rapier.greedy_place_kernel`): the
         chosen path index per flow (int64 array)."""
         off, npaths, nhops, mflat = carr.path_blocks()
         L = len(cap)
@@ -189,7 +190,7 @@ class RoundingMixin:
             load[:L] = reserved
         capx = np.append(cap, np.inf)
         out = np.zeros(len(vol), np.int64)
-        kernels.greedy_place_kernel(np.argsort(-vol, kind="stable"), vol, off, npaths, nhops,
+        krapier.greedy_place_kernel(np.argsort(-vol, kind="stable"), vol, off, npaths, nhops,
                                     mflat, load, capx, out)
         return out
 

@@ -2,7 +2,7 @@
 as ``philae``.  Non-clairvoyant.
 
 Units: bytes for sizes, bit/s for rates, seconds for times.  Built on
-:class:`.aalo.Aalo`'s queues and weighted passes (:mod:`.seedbase`); readings where
+:class:`.aalo.Aalo`'s queues and weighted passes (:mod:`.base`); readings where
 the paper is silent: the class docstring and ``docs/seed-schedulers.md``.
 """
 
@@ -15,10 +15,12 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import CoflowState
+from ...core.model import CoflowState
 from .aalo import Aalo
-from .base import SchedulerError, register
-from .seedbase import MIB, _Group
+from ..base import SchedulerError
+from ..registry import register
+from .group import _Group
+from .passes import MIB
 
 @register("philae")
 class Philae(Aalo):

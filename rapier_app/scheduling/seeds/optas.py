@@ -2,7 +2,7 @@
 III-IV: registered as ``optas``.  Non-clairvoyant.
 
 Units: bytes for sizes and thresholds, bit/s for rates, seconds for times.  Shared
-machinery: :mod:`.seedbase`; readings where the paper is silent: the class docstring
+machinery: :mod:`.base`; readings where the paper is silent: the class docstring
 and ``docs/seed-schedulers.md``.
 """
 
@@ -14,9 +14,12 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import CoflowState
-from .base import SchedulerError, register
-from .seedbase import BITS, CROSS_TOL, MIB, _Group, _SeedScheduler, waterfill
+from ...core.model import CoflowState
+from ..base import SchedulerError
+from ..registry import register
+from .base import _SeedScheduler
+from .group import _Group
+from .passes import BITS, CROSS_TOL, MIB, waterfill
 
 @register("optas")
 class Optas(_SeedScheduler):

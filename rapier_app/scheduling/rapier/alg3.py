@@ -1,13 +1,12 @@
 """Algorithm 3 (DistributeBandwidth) of RAPIER (Zhao et al., INFOCOM 2015, Section
 IV-C) and the glue to flow-event work conservation.
 
-:class:`Alg3Mixin` holds the methods of :class:`~rapier_app.scheduling.rapier.Rapier`
-that hand out the capacity Algorithm 1 leaves: :meth:`~Alg3Mixin._distribute_bandwidth`
+:class:`Alg3Mixin` holds the methods of
+:class:`~rapier_app.scheduling.rapier.scheduler.Rapier` that hand out the capacity Algorithm 1 leaves: :meth:`~Alg3Mixin._distribute_bandwidth`
 (Algorithm 3 with AssignBandwidth, read as the module docstring of
-:mod:`~rapier_app.scheduling.rapier` documents), :meth:`~Alg3Mixin._conservation`
+:mod:`~rapier_app.scheduling.rapier.scheduler` documents), :meth:`~Alg3Mixin._conservation`
 (the :class:`~rapier_app.scheduling.conserve.WorkConservation` state kept for the flow
-completions between full passes) and :meth:`~Alg3Mixin.flows_finished`.  Split out of
-:mod:`~rapier_app.scheduling.rapier` (issue 15).
+completions between full passes) and :meth:`~Alg3Mixin.flows_finished`.
 
 The mixin reads the scheduler's ``topology``, ``wc_ties``, ``wc_order``,
 ``wait_reset``, ``_served_prev`` and ``_wc`` attributes and
@@ -22,9 +21,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.model import CoflowState, FlowState
-from .conserve import WorkConservation, best_candidate
-from .rapier_plan import _SENT, CoflowPlan, _CoflowArrays
+from ...core.model import CoflowState, FlowState
+from ..conserve import WorkConservation, best_candidate
+from .plan import _SENT, CoflowPlan, _CoflowArrays
 
 
 class Alg3Mixin:

@@ -1,13 +1,13 @@
 """FIFO coflow scheduling (Orchestra / Baraat's FIFO, as the Aalo paper's Table 1
 describes it): registered as ``fifo``.  Non-clairvoyant.
 
-Units: bit/s for rates, seconds for times.  Shared machinery: :mod:`.seedbase`.
+Units: bit/s for rates, seconds for times.  Shared machinery: :mod:`.base`.
 """
 
 from __future__ import annotations
 
-from .base import register
-from .seedbase import _SeedScheduler
+from ..registry import register
+from .base import _SeedScheduler
 
 @register("fifo")
 class Fifo(_SeedScheduler):

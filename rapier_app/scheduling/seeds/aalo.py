@@ -2,7 +2,7 @@
 registered as ``aalo``.  Non-clairvoyant.
 
 Units: bytes for sizes and counters, bit/s for rates, seconds for times.  Shared
-machinery: :mod:`.seedbase`; readings where the paper is silent: the class docstring
+machinery: :mod:`.base`; readings where the paper is silent: the class docstring
 and ``docs/seed-schedulers.md``.
 """
 
@@ -15,9 +15,11 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import CoflowState
-from .base import SchedulerError, register
-from .seedbase import BITS, CROSS_TOL, MIB, _SeedScheduler
+from ...core.model import CoflowState
+from ..base import SchedulerError
+from ..registry import register
+from .base import _SeedScheduler
+from .passes import BITS, CROSS_TOL, MIB
 
 @register("aalo")
 class Aalo(_SeedScheduler):

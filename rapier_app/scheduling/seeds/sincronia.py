@@ -7,7 +7,7 @@ arrival and departure, the "immediate recomputation" baseline of Section 5.2) an
 ``sincronia-maxmin`` (max-min instead of Algorithm 2's greedy rates).
 
 Units: bytes for sizes, bit/s for rates, seconds for times.  Shared machinery:
-:mod:`.seedbase`; readings where the paper is silent: the class docstrings and
+:mod:`.base`; readings where the paper is silent: the class docstrings and
 ``docs/seed-schedulers.md``.
 """
 
@@ -19,10 +19,13 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import CoflowState
-from . import kernels
-from .base import SchedulerError, register
-from .seedbase import BITS, _SeedScheduler, greedy_rates
+from ... import kernels
+from ...core.model import CoflowState
+from ...kernels import sincronia as ksincronia
+from ..base import SchedulerError
+from ..registry import register
+from .base import _SeedScheduler
+from .passes import BITS, greedy_rates
 
 def bssi_order(demand: np.ndarray, weights: Sequence[float],
                port_tiebreak: Optional[Sequence[float]] = None,
@@ -305,13 +308,13 @@ class Sincronia(_SeedScheduler):
                 # one compiled call per group on the simulator's array: no stacking
                 for i, g in enumerate(groups):
                     if g.n:
-                        kernels.demand_row_kernel(g.P, g.idx, g.sizes, sent_arr, BITS, L,
+                        ksincronia.demand_row_kernel(g.P, g.idx, g.sizes, sent_arr, BITS, L,
                                                   D[i])
             elif groups:
                 P, gptr, _ = self._stack(groups, None)
                 sizes = np.concatenate([g.sizes for g in groups])
                 sent = np.concatenate([self.flow_sent(g) for g in groups])
-                kernels.demand_kernel(P, gptr, np.maximum(sizes - sent, 0.0) * BITS, L, D)
+                ksincronia.demand_kernel(P, gptr, np.maximum(sizes - sent, 0.0) * BITS, L, D)
             return D / cap
         for i, g in enumerate(groups):
             if g.n == 0:

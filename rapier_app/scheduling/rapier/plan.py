@@ -1,8 +1,7 @@
 """Per-coflow data of RAPIER's Algorithms 1-3: the plan Algorithm 2 returns
 (:class:`CoflowPlan`) and one coflow's active flows as arrays (:class:`_CoflowArrays`).
 
-Split out of :mod:`~rapier_app.scheduling.rapier` (issue 15), which re-exports every
-name.  Units: bytes for sizes, bits for volumes, bit/s for capacities, seconds for
+Units: bytes for sizes, bits for volumes, bit/s for capacities, seconds for
 times.
 """
 
@@ -17,8 +16,9 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import FlowState
-from . import kernels
+from ... import kernels
+from ...core.model import FlowState
+from ...kernels import rapier as krapier
 
 @dataclass
 class CoflowPlan:
@@ -111,7 +111,7 @@ class _CoflowArrays:
             L = len(topo.capacity)
             off, npaths, nhops, mflat = self.path_blocks()
             mark = np.zeros(L + 1, np.bool_)
-            kernels.mark_blocks_kernel(off, npaths, nhops, mflat, mark)
+            krapier.mark_blocks_kernel(off, npaths, nhops, mflat, mark)
             self.all_links = np.flatnonzero(mark[:L])
         else:
             self.all_links = (np.unique(np.concatenate(
@@ -138,13 +138,13 @@ class _CoflowArrays:
         if self.comm is False:  # no two flows shared a commodity: nor do survivors
             out.comm = False
         elif self.comm is not None:
-            from .rapier_lp import commodities_subset
+            from .lp4 import commodities_subset
             out.comm = commodities_subset(self.comm, m) or False
         return out
 
     def path_blocks(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The flows' candidate paths as padded link blocks for the compiled
-        placement (:func:`~rapier_app.scheduling.kernels.greedy_place_kernel`):
+        placement (:func:`~rapier_app.kernels.rapier.greedy_place_kernel`):
         ``(off, npaths, nhops, mflat)``, flow j's paths the ``npaths[j] x nhops[j]``
         row-major block of ``mflat`` at ``off[j]`` (each pair's
         :attr:`~rapier_app.scheduling.pathcache.PairPaths.padded`, stored once per
@@ -178,7 +178,7 @@ class _CoflowArrays:
         if kidx is not None and kernels.ENABLED:
             off, npaths, nhops, mflat = self.path_blocks()
             lens = np.empty(self.n, np.int64)
-            lidx = kernels.gather_routes_kernel(off, nhops, kidx, mflat,
+            lidx = krapier.gather_routes_kernel(off, nhops, kidx, mflat,
                                                 len(topo.capacity), lens)
             return [routes[f] for f in self.fids], lidx, lens
         if self.n_cand == self.n and self.uniform_mats:  # one path per flow
@@ -234,7 +234,7 @@ class _CoflowArrays:
             rx[:-1] = residual
             rx[-1] = np.inf
             out = np.empty(self.n, bool)
-            kernels.any_room_kernel(off, npaths, nhops, mflat, rx, out)
+            krapier.any_room_kernel(off, npaths, nhops, mflat, rx, out)
             return out
         if self._room is None:
             rows, plens, npaths = [], [], []

@@ -1,4 +1,6 @@
-"""``rapier-ls``: RAPIER with a better rounding of LP (4).
+"""Route heuristics that improve on Algorithm 2's rounding of LP (4): greedy
+placement, local search (``rapier-ls``) and ECMP spreading (``rapier-spread``);
+the variants themselves are in :mod:`.variants`.
 
 Algorithm 2 (RAPIER Section IV-B, lines 3-7) rounds the LP by giving each flow the
 path of its largest m_jk.  LP (4) usually has many optimal solutions, and which one
@@ -32,9 +34,8 @@ import numpy as np
 
 from topologies import Topology
 
-from ..core.model import FlowState
-from .base import register
-from .rapier import Rapier, route_load
+from ...core.model import FlowState
+from .lp4 import route_load
 
 
 def _ratio_max(topology: Topology, paths: Sequence[tuple], vols: np.ndarray,
@@ -156,20 +157,6 @@ def improved_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequen
     return local_search_routes(topology, flows, vols, paths, start, cap)
 
 
-@register("rapier-ls")
-class RapierLS(Rapier):
-    """RAPIER (Algorithms 1-3, ``route_on="full"``) with the improved rounding of
-    :func:`improved_routes` in place of Algorithm 2's argmax.  Same parameters as
-    :class:`~rapier_app.scheduling.rapier.Rapier`."""
-
-    default_tie_break = "none"  # the rounding is this variant's own
-
-    def round_routes(self, flows, vols, usable, ms, lp_cap):
-        """Argmax rounding (Alg. 2 lines 3-7) improved by greedy + local search."""
-        base = super().round_routes(flows, vols, usable, ms, lp_cap)
-        return improved_routes(self.topology, flows, vols, usable, base, lp_cap)
-
-
 def spread_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
                   usable: Sequence[Sequence[tuple]], base: Dict[str, tuple],
                   cap: np.ndarray, ecmp) -> Dict[str, tuple]:
@@ -202,19 +189,3 @@ def spread_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence
     if a_ecmp <= a_base * (1 + 1e-9):
         return {f.flow_id: p for f, p in zip(flows, paths_ecmp)}
     return base
-
-
-@register("rapier-spread")
-class RapierSpread(Rapier):
-    """RAPIER with Algorithm 2's rounding replaced, per coflow, by the flows' ECMP
-    paths whenever those reach the same fixed-route alpha (:func:`spread_routes`).
-    Same parameters as :class:`~rapier_app.scheduling.rapier.Rapier`; Algorithms 1
-    and 3 and the LP are unchanged."""
-
-    default_tie_break = "none"  # the rounding is this variant's own
-
-    def round_routes(self, flows, vols, usable, ms, lp_cap):
-        """Argmax rounding (Alg. 2 lines 3-7), then ECMP when it is as good."""
-        base = super().round_routes(flows, vols, usable, ms, lp_cap)
-        return spread_routes(self.topology, flows, vols, usable, base, lp_cap,
-                             self.ecmp_path)

@@ -1,0 +1,551 @@
+"""Compiled weighted multi-queue pass of Aalo and Philae (Aalo, SIGCOMM 2015,
+Pseudocode 1): queues share each link in proportion to their weights, round after
+round, a progressive filling per queue kept incrementally across rounds.
+
+Serves :meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.weighted_pass`.
+Units: bit/s for residual capacities, tolerances and rates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+from .alloc import DEAD, _one_group, _waterfill_fill
+
+
+@jit
+def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
+                     rows_all):  # pragma: no cover - compiled
+    """:func:`_waterfill_csr` of group ``g`` (rows ``gptr[g]..gptr[g+1]-1``) looking
+    only at its ``na`` rows listed first in ``alive[gptr[g]:]`` (global row ids,
+    increasing): the weighted pass drops a row from that list once one of its
+    links is saturated in the pass's residual, and such a row is never active
+    (its share there is 0, see :func:`weighted_kernel`).  The group's link index
+    (:func:`_csr`) is ``lptrs[g]`` and its slice ``rows_all[gptr[g] * W:gptr[g+1] *
+    W]``.  The active rows, their link counts (exact integers) and everything after
+    are those of :func:`_waterfill_csr`, so the rates and residuals are bit for bit
+    the same.  Returns 0 when no row was active, 1 after a filling, -1 when an
+    active row crosses no link."""
+    W = P.shape[1]
+    nl = residual.shape[0]
+    lo = gptr[g]
+    hi = gptr[g + 1]
+    act = np.full(hi - lo, DEAD, np.int32)
+    n_act = 0
+    for t in range(na):
+        i = alive[lo + t]
+        ok = True
+        for k in range(W):
+            lk = P[i, k]
+            if not residual[lk] > tol[lk]:
+                ok = False
+                break
+        if ok:
+            act[i - lo] = 0
+            n_act += 1
+    if n_act == 0:
+        return 0
+    cnt = np.zeros(nl)
+    for t in range(na):
+        i = alive[lo + t]
+        if act[i - lo] == 0:  # active (stamp 0, epoch 1)
+            for k in range(W):
+                cnt[P[i, k]] += 1.0
+    if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
+                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, 1, n_act,
+                       cnt) < 0:
+        return -1
+    return 1
+
+
+@jit
+def _last_link(P, i, dummy):  # pragma: no cover - compiled
+    """The last link of row ``i`` of ``P`` that is not the padding ``dummy`` (the
+    row's first link when every later entry is padding)."""
+    last = P[i, 0]
+    for k in range(1, P.shape[1]):
+        if P[i, k] != dummy:
+            last = P[i, k]
+    return last
+
+
+@jit
+def _count_ends(P, gptr, g, alive, na, gend):  # pragma: no cover - compiled
+    """Fill ``gend[g, 0]`` and ``gend[g, 1]`` (int64 per link) with the numbers of
+    group ``g``'s ``na`` alive rows (``alive[gptr[g]:gptr[g] + na]``) whose first
+    link, and whose last link (:func:`_last_link`), is that link."""
+    nl = gend.shape[2]
+    lo = gptr[g]
+    for lk in range(nl):
+        gend[g, 0, lk] = 0
+        gend[g, 1, lk] = 0
+    for t in range(na):
+        i = alive[lo + t]
+        gend[g, 0, P[i, 0]] += 1
+        gend[g, 1, _last_link(P, i, nl - 1)] += 1
+
+
+@jit
+def _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive, na, stamp, gcnt, gend,
+               gok):  # pragma: no cover - compiled
+    """The rows of group ``g`` on the links ``newly[:nnew]`` (just saturated) leave
+    its ``na`` alive rows: their ``stamp`` becomes :data:`DEAD` and they leave the
+    per-link counts ``gcnt[g]`` and, when kept (``gok[g]``), the end counts
+    ``gend[g]`` (:func:`_count_ends`).  The list of alive rows is not touched (it
+    may then hold dead rows until :func:`_compact_alive`).  Returns the number of
+    rows left alive."""
+    W = P.shape[1]
+    L = gend.shape[2] - 1
+    lo = gptr[g]
+    lp = lptrs[g]
+    bw = lo * W
+    killed = 0
+    for u in range(nnew):
+        lk = newly[u]
+        for e in range(lp[lk], lp[lk + 1]):
+            j = lo + rows_all[bw + e]
+            if stamp[j] != DEAD:
+                stamp[j] = DEAD
+                killed += 1
+                for k in range(W):
+                    gcnt[g, P[j, k]] -= 1
+                if gok[g]:
+                    gend[g, 0, P[j, 0]] -= 1
+                    gend[g, 1, _last_link(P, j, L)] -= 1
+    return na - killed
+
+
+@jit
+def _compact_alive(alive, lo, listed, stamp):  # pragma: no cover - compiled
+    """Drop the rows whose ``stamp`` is :data:`DEAD` from the ``listed`` entries of
+    ``alive[lo:]`` (increasing global row ids), in place, order kept; returns how
+    many are left.  :func:`weighted_kernel` compacts a group's list only before a
+    pass over it (:func:`_count_ends`, :func:`_waterfill_alive`), not at every kill:
+    on the Facebook hour's giants under Philae the compactions at every scan cost
+    about a tenth of the pass (issue 16)."""
+    m = 0
+    for t in range(listed):
+        i = alive[lo + t]
+        if stamp[i] != DEAD:
+            alive[lo + m] = i
+            m += 1
+    return m
+
+
+@jit
+def _ends_blocked(gend, g, residual, tol):  # pragma: no cover - compiled
+    """Whether every row counted in ``gend[g, 0]`` has its first link, or every row
+    counted in ``gend[g, 1]`` its last link, not above the tolerance in
+    ``residual`` (bit/s): then none of them can be active in a filling on
+    ``residual``.  O(links), no row visited."""
+    nl = residual.shape[0]
+    for side in range(2):
+        blocked = True
+        for lk in range(nl):
+            if gend[g, side, lk] > 0 and residual[lk] > tol[lk]:
+                blocked = False
+                break
+        if blocked:
+            return True
+    return False
+
+
+@jit
+def _waterfill_kept(P, gptr, g, alive, na, stamp, ep, gcnt, residual, tol, rate, lptrs,
+                    rows_all, gend, gok, lcnt):  # pragma: no cover - compiled
+    """:func:`_waterfill_alive` of group ``g`` when its alive rows are also marked in
+    ``stamp`` (global row ids: :data:`DEAD` when not alive, else below ``ep``, this
+    filling's epoch, which is above every earlier filling's) and counted per link
+    in ``gcnt[g]`` (alive rows
+    crossing each link), as :func:`weighted_kernel` keeps them from its second scan
+    on.  The active rows are the alive rows without those that cross a link whose
+    share is not above the tolerance, so they and their link counts are found from
+    the kept counts by visiting only the rows of those links (through the link
+    index), instead of testing every alive row; when those links carry more rows
+    than are alive, every alive row is tested as :func:`_waterfill_alive` does.
+    Either way the active rows and their counts (exact integers) are the same, and
+    so is everything after.  Returns as :func:`_waterfill_alive`.
+
+    No row is active, and nothing changes, when every alive row's first link, or
+    every alive row's last link, is within tolerance.  ``gend[g]`` counts the alive
+    rows by first and by last link (:func:`_count_ends`) once ``gok[g]`` is set:
+    they are counted at the group's first test of every alive row and then kept by
+    :func:`weighted_kernel` as rows die, and while they are kept that case returns
+    0 after O(links) work.  On the Facebook hour under Philae (class weights 10^9
+    to 1), a low class's share of a link shared with a heavier class is within
+    tolerance, and 99.9 % of the alive-row tests that found no active row were
+    such cases (issue 16).
+
+    ``alive[gptr[g]:gptr[g] + lcnt[g]]`` lists the group's alive rows and the rows
+    killed since the list was last compacted (:func:`_kill_rows`); it is compacted
+    here only when every alive row is tested."""
+    W = P.shape[1]
+    nl = residual.shape[0]
+    lo = gptr[g]
+    hi = gptr[g + 1]
+    lp = lptrs[g]
+    if gok[g] and _ends_blocked(gend, g, residual, tol):
+        return 0
+    visits = 0
+    for lk in range(nl):
+        if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
+            visits += lp[lk + 1] - lp[lk]
+    if visits > na:
+        if lcnt[g] != na:  # rows killed since the list was last compacted
+            lcnt[g] = _compact_alive(alive, lo, lcnt[g], stamp)
+        if not gok[g]:
+            _count_ends(P, gptr, g, alive, na, gend)
+            gok[g] = True
+            if _ends_blocked(gend, g, residual, tol):
+                return 0
+        return _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
+                                rows_all)
+    act = stamp[lo:hi]  # active in this filling: alive and stamped before ep
+    n_act = na
+    cnt = np.empty(nl)
+    for lk in range(nl):
+        cnt[lk] = float(gcnt[g, lk])
+    if visits:
+        bw = lo * W
+        for lk in range(nl):
+            if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
+                for e in range(lp[lk], lp[lk + 1]):
+                    j = rows_all[bw + e]
+                    if act[j] < ep:
+                        act[j] = ep
+                        n_act -= 1
+                        for k in range(W):
+                            cnt[P[lo + j, k]] -= 1.0
+    if n_act == 0:
+        return 0
+    if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
+                       rows_all[lo * W:hi * W], _one_group(hi - lo), act, ep, n_act,
+                       cnt) < 0:
+        return -1
+    return 1
+
+
+@jit
+def _same_on(a, b, lp):  # pragma: no cover - compiled
+    """Whether float64 vectors ``a`` and ``b`` are equal bit for bit on the links
+    that have a row in the link index ``lp`` (:func:`_csr`)."""
+    ai = a.view(np.int64)
+    bi = b.view(np.int64)
+    for k in range(ai.shape[0]):
+        if lp[k + 1] > lp[k] and ai[k] != bi[k]:
+            return False
+    return True
+
+
+@jit
+def _same_flags(a, b):  # pragma: no cover - compiled
+    """Whether boolean vectors ``a`` and ``b`` are equal."""
+    for k in range(a.shape[0]):
+        if a[k] != b[k]:
+            return False
+    return True
+
+
+#: :func:`weighted_kernel` memo flags, per group: its scan before round 1 found every
+#: row free (``M_SCAN0``), its round-1 filling is recorded (``M_FILL1``), its scan
+#: after round 1 found no row free (``M_SCAN1``); ``M_FREE0``: the free-link vector
+#: of the scan before round 1 is recorded (every record depends on it); ``M_RAN1``:
+#: the round-1 filling had an active row (so it clamped negative residuals to 0).
+M_FREE0, M_SCAN0, M_FILL1, M_SCAN1, M_RAN1 = 1, 2, 4, 8, 16
+
+
+@jit
+def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
+                    rows_all, mflag, mfree0, mmark0, min1, mout1, mfree1,
+                    lvl):  # pragma: no cover
+    """Aalo Pseudocode 1's weighted sharing across queues on a network of links:
+    :meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.weighted_pass` with every flow eligible, compiled.
+
+    Args:
+        P: int64 (flows x width) padded link rows of every group, stacked in queue
+            order then service order.
+        gptr: int64, group g's rows are ``gptr[g]..gptr[g+1]-1``.
+        qptr: int64, queue q's groups are ``qptr[q]..qptr[q+1]-1``.
+        wts: float64 queue weights (> 0).
+        residual: float64 free capacity per link plus the dummy (bit/s), reduced in
+            place.
+        tol: float64 per link saturation tolerance (bit/s).
+        rate: float64 per row, rates (bit/s) added in place.
+        cap: most rounds to run; then a strict pass hands out what is left.
+        out: int64[4] output: rounds run; 1 if the cap was hit, 2 if a round
+            changed nothing (a fixed point: the cap would be reached with the same
+            state, so the final strict pass runs at once, bit for bit as at the
+            cap); and (added to) rows whose round-1 filling was reused from the
+            memo / computed.
+        lptrs, rows_all: every group's link index, as for :func:`strict_kernel`.
+        mflag, mfree0, mmark0, min1, mout1, mfree1, lvl: per group (int64 flags;
+            groups x links arrays, bool or float64; ``lvl`` per row, float64) what
+            the last pass over the *same rows* recorded, read and then overwritten
+            with this pass's record (``mflag`` 0: nothing recorded).  See below.
+
+    Returns:
+        0, or -1 when a flow crosses no link.
+
+    Same floating-point operations in the same order as the numpy method.
+
+    Memo (issue 16).  Between two decision points most coflows keep their flows,
+    and a group's part of round 1 is a pure function of its rows and of inputs
+    the record keeps: the scan before round 1 of the free-link vector ``mfree0``
+    (its result: every row free, and the links it marks, ``mmark0``); the filling
+    of round 1 of the alive rows (fixed by ``mfree0``) and of the share vector it
+    is given (``min1``, compared bit for bit), whose results are the share vector
+    after it (``mout1``) and each row's frozen level (``lvl``, added to ``rate``
+    as the filling itself adds it: 0.0 + level is level); the scan after round 1
+    of the free-link vector ``mfree1`` (its result kept only when no row is free).
+    When the inputs are the same, the kept results are used instead of
+    recomputing them, so every rate and residual is bit for bit what the full
+    computation gives (``tests/test_kernels.py`` checks every pass of whole runs).
+    """
+    nl = residual.shape[0]
+    L = nl - 1
+    W = P.shape[1]
+    Q = wts.shape[0]
+    Wl = np.empty(nl)
+    free = np.empty(nl, np.bool_)
+    mark = np.empty(nl, np.bool_)
+    present = np.empty(Q, np.bool_)
+    share = np.empty(nl)
+    start = np.empty(nl)
+    used = np.empty(nl)
+    base = np.empty(nl)
+    G = gptr.shape[0] - 1
+    # Per group, its rows not yet blocked: group g's are alive[gptr[g]:gptr[g] +
+    # acnt[g]], increasing.  A row is dropped when a scan finds one of its links
+    # saturated (residual <= tol).  Residuals only decrease in a pass, so it stays
+    # blocked; no queue marks a saturated link (only rows whose links are all free
+    # mark theirs), so every queue's share there is 0 and the row is never active
+    # again (nor in the final strict pass on the residual).  Skipping it skips no
+    # operation on rates or residuals.
+    alive = np.arange(P.shape[0])
+    acnt = np.empty(G, np.int64)
+    for g in range(G):
+        acnt[g] = gptr[g + 1] - gptr[g]
+    # alive[gptr[g]:gptr[g] + lcnt[g]] lists group g's alive rows and, from the
+    # second scan on, rows killed since (stamped DEAD): it is compacted
+    # only when a consumer walks it (:func:`_compact_alive`)
+    lcnt = acnt.copy()
+    hit0 = np.zeros(G, np.bool_)   # the record's mfree0 is this pass's
+    nflag = np.zeros(G, np.int64)  # what this pass records
+    done = 0
+    scan = 0
+    out[1] = 0
+    # From the second scan on, a group's scan is incremental: ``stamp`` marks its
+    # alive rows (DEAD when not alive; a filling stamps the rows it leaves inactive
+    # or freezes with its own epoch ``ep``, so no per-filling copy of the flags is
+    # made) and ``gcnt[g, l]`` counts those crossing link l (both filled by the
+    # first scan, or from the link index when its memo says every row is free).  A
+    # row leaves only when one of its links turns saturated, so only the rows of the
+    # links saturated since the last scan (``newly``, found from ``pfree``) are
+    # visited; the links a group marks are those with a count > 0: the same marks,
+    # weights, queues and alive rows as scanning every alive row.  The fillings find
+    # their active rows from the same counts (:func:`_waterfill_kept`).
+    stamp = np.full(P.shape[0], DEAD, np.int32)
+    ep = 0
+    gcnt = np.zeros((G, nl), np.int64)
+    # per group, its alive rows counted by first and by last link once gok[g] is set
+    # (:func:`_waterfill_kept`); kept from then on as rows die
+    gend = np.empty((G, 2, nl), np.int64)
+    gok = np.zeros(G, np.bool_)
+    pfree = np.empty(nl, np.bool_)
+    newly = np.empty(nl, np.int64)
+    nnew = 0
+    while True:
+        for lk in range(nl):
+            Wl[lk] = 0.0
+            free[lk] = residual[lk] > tol[lk]
+        if scan >= 1:
+            nnew = 0
+            for lk in range(nl):
+                if pfree[lk] and not free[lk]:
+                    newly[nnew] = lk
+                    nnew += 1
+        for lk in range(nl):
+            pfree[lk] = free[lk]
+        anyp = False
+        for q in range(Q):
+            for lk in range(nl):
+                mark[lk] = False
+            found = False
+            for g in range(qptr[q], qptr[q + 1]):
+                lo = gptr[g]
+                n = gptr[g + 1] - lo
+                if scan == 0:
+                    h = (mflag[g] & M_FREE0) != 0 and _same_flags(mfree0[g], free)
+                    hit0[g] = h
+                    nflag[g] = M_FREE0
+                    if not h:
+                        mfree0[g, :] = free
+                    if h and (mflag[g] & M_SCAN0) != 0:
+                        nflag[g] |= M_SCAN0
+                        if n > 0:
+                            found = True
+                            for lk in range(nl):
+                                if mmark0[g, lk]:
+                                    mark[lk] = True
+                            # every row alive: the kept counts are the link index's
+                            lp = lptrs[g]
+                            for i in range(lo, lo + n):
+                                stamp[i] = 0
+                            for lk in range(nl):
+                                gcnt[g, lk] = lp[lk + 1] - lp[lk]
+                        continue
+                elif scan == 1 and hit0[g] and (mflag[g] & M_SCAN1) != 0 and \
+                        _same_flags(mfree1[g], free):
+                    nflag[g] |= M_SCAN1
+                    acnt[g] = 0
+                    continue
+                else:
+                    # incremental: only the rows on the links saturated since the
+                    # last scan can have left (free links only become saturated)
+                    if acnt[g] == 0:
+                        if scan == 1:  # the record: no row free after round 1
+                            nflag[g] |= M_SCAN1
+                            mfree1[g, :] = free
+                        continue
+                    acnt[g] = _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive,
+                                         acnt[g], stamp, gcnt, gend, gok)
+                    if acnt[g] > 0:
+                        found = True
+                        for lk in range(nl):
+                            if gcnt[g, lk] > 0:
+                                mark[lk] = True
+                    elif scan == 1:
+                        nflag[g] |= M_SCAN1
+                        mfree1[g, :] = free
+                    continue
+                m = 0
+                for t in range(acnt[g]):
+                    i = alive[lo + t]
+                    ok = True
+                    for k in range(W):
+                        if not free[P[i, k]]:
+                            ok = False
+                            break
+                    if ok:
+                        found = True
+                        for k in range(W):
+                            mark[P[i, k]] = True
+                        alive[lo + m] = i
+                        m += 1
+                        # the counts the incremental scans and fillings keep
+                        stamp[i] = 0
+                        for k in range(W):
+                            gcnt[g, P[i, k]] += 1
+                acnt[g] = m
+                lcnt[g] = m
+                if scan == 0 and m == n:
+                    # every row free: the links marked are the group's links (those
+                    # with a row in its link index)
+                    nflag[g] |= M_SCAN0
+                    lp = lptrs[g]
+                    for lk in range(nl):
+                        mmark0[g, lk] = lp[lk + 1] > lp[lk]
+            if found:
+                mark[L] = False
+                for lk in range(nl):
+                    if mark[lk]:
+                        Wl[lk] += wts[q]
+            present[q] = found
+            if found:
+                anyp = True
+        scan += 1
+        if not anyp:
+            break
+        if done >= cap:
+            out[1] = 1
+            break
+        done += 1
+        moved = False
+        for lk in range(nl):
+            used[lk] = 0.0
+            base[lk] = residual[lk]
+        for q in range(Q):
+            if not present[q]:
+                continue
+            w = wts[q]
+            for lk in range(L):
+                share[lk] = base[lk] * (w / Wl[lk]) if Wl[lk] > 0 else 0.0
+            share[L] = np.inf
+            for lk in range(nl):
+                start[lk] = share[lk]
+            for g in range(qptr[q], qptr[q + 1]):
+                if acnt[g] > 0:
+                    if done == 1:
+                        lo = gptr[g]
+                        hi = gptr[g + 1]
+                        if hit0[g] and (mflag[g] & M_FILL1) != 0 and \
+                                _same_on(min1[g], share, lptrs[g]):
+                            lp = lptrs[g]
+                            ran = (mflag[g] & M_RAN1) != 0
+                            for lk in range(nl):
+                                if lp[lk + 1] > lp[lk]:
+                                    share[lk] = mout1[g, lk]
+                                elif ran and share[lk] < 0.0:
+                                    share[lk] = 0.0
+                            if ran:
+                                nflag[g] |= M_RAN1
+                            out[2] += acnt[g]
+                        else:
+                            out[3] += acnt[g]
+                            for lk in range(nl):
+                                min1[g, lk] = share[lk]
+                            for i in range(lo, hi):
+                                lvl[i] = 0.0
+                            ep += 1
+                            st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep,
+                                                 gcnt, share, tol, lvl, lptrs, rows_all,
+                                                 gend, gok, lcnt)
+                            if st < 0:
+                                return -1
+                            if st > 0:
+                                nflag[g] |= M_RAN1
+                            for lk in range(nl):
+                                mout1[g, lk] = share[lk]
+                        nflag[g] |= M_FILL1
+                        for i in range(lo, hi):
+                            rate[i] += lvl[i]
+                    else:
+                        ep += 1
+                        st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep, gcnt,
+                                             share, tol, rate, lptrs, rows_all, gend, gok,
+                                             lcnt)
+                        if st < 0:
+                            return -1
+                        if st > 0:
+                            moved = True
+            for lk in range(L):
+                used[lk] += start[lk] - share[lk]
+        for lk in range(L):
+            residual[lk] -= used[lk]
+        for lk in range(nl):
+            if residual[lk] < 0.0:
+                residual[lk] = 0.0
+        if done >= 2 and not moved:
+            # A fixed point: no row was active in this round (on every link of each
+            # alive row some share was <= tol), so no share, rate or residual changed
+            # (used is exactly 0, and the residual was clamped by the round before).
+            # The next scan sees the same free links, prunes nothing and finds the
+            # same queues present, and so on: every later round repeats this one
+            # until the cap.  Going to the final strict pass now gives the same
+            # rates and residuals bit for bit as running out the cap.
+            out[1] = 2
+            break
+    for g in range(G):
+        mflag[g] = nflag[g]
+    out[0] = done
+    if out[1] == 0:
+        return 0
+    for g in range(G):
+        if acnt[g] > 0:
+            if lcnt[g] != acnt[g]:
+                lcnt[g] = _compact_alive(alive, gptr[g], lcnt[g], stamp)
+            if _waterfill_alive(P, gptr, g, alive, acnt[g], residual, tol, rate, lptrs,
+                                rows_all) < 0:
+                return -1
+    return 0
