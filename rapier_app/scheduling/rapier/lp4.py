@@ -29,13 +29,14 @@ from topologies import Topology
 
 from ... import kernels
 from ...core.model import FlowState
+from ...errors import RapierError
 from ...kernels import rapier as krapier
 
 BITS = 8.0
 MEGA = 1e6
 
 
-class LPError(RuntimeError):
+class LPError(RapierError, RuntimeError):
     """The LP (4) could not be solved to optimality (infeasible, time-out, error)."""
 
 
