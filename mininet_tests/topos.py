@@ -164,6 +164,10 @@ class DefinedTopo(Topo):
         base = min((g.edges[u, v]["capacity_bps"] for u, v in g.edges
                     if topo.is_host(u) or topo.is_host(v)), default=1.0)
         for u, v, pu, pv in link_order(topo):
+            for n, p in ((u, pu), (v, pv)):
+                if len(f"{n}-eth{p}") > 15:  # Linux IFNAMSIZ - 1
+                    raise TopologyError(f"{n}: interface name {n}-eth{p} is longer than "
+                                        f"Linux's 15 characters: shorten the node name")
             opts = {}
             if bw_mbps is not None:
                 shaped = {"bw": float(bw_mbps) * g.edges[u, v]["capacity_bps"] / base}

@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 0.5)")
     p.add_argument("--max-paths", type=int, default=None,
                    help="cap K on candidate paths per host pair (default: the ECMP set)")
+    p.add_argument("--path-slack", type=int, default=None, metavar="HOPS",
+                   help="candidate paths up to HOPS hops longer than the shortest, so a "
+                        "longer path over faster links can be chosen (default: a topology "
+                        "file's path_slack, else 0: the ECMP set)")
     add_workload_options(p, "seed", seed=dict(help="base seed; try i uses seed+i"))
     p.add_argument("--tries", type=int, default=1, help="independent tries (seeds)")
     p.add_argument("--out", default="rapier-out", help="output folder (default rapier-out)")
@@ -142,6 +146,8 @@ def check_options(args) -> None:
                          "to pick it)")
     if args.max_paths is not None and args.max_paths < 1:
         raise UsageError(f"--max-paths: must be >= 1, got {args.max_paths}")
+    if getattr(args, "path_slack", None) is not None and args.path_slack < 0:
+        raise UsageError(f"--path-slack: must be >= 0 hops, got {args.path_slack}")
     if not 0 < getattr(args, "goodput", 1.0) <= 1:
         raise UsageError(f"--goodput: must be in (0, 1], got {args.goodput}")
     for opt in ("handoff_delay", "handoff_jitter"):
@@ -313,6 +319,8 @@ def run(args) -> dict:
         with pg.phase(f"workload try {i + 1}/{args.tries}", show):
             topo, coflows, desc = workload_from_args(args, seed)
             apply_goodput(topo, getattr(args, "goodput", 1.0))
+            if getattr(args, "path_slack", None) is not None:
+                topo.set_path_slack(args.path_slack)
         if args.write_trace:
             _write_trace(args.write_trace, topo, coflows, args.quiet == 0)
         # every scheduler built (its --param values checked) before any long work
@@ -418,6 +426,7 @@ def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
                                               "scale")}
     header = {"scheduler": name, "try": i + 1, "seed": seed, "topology": topo.name,
               "work_conserving": declared_level(sched), "max_paths": args.max_paths,
+              "path_slack": topo.path_slack,
               "reschedule": args.reschedule, "workload": workload,
               "handoff_delay_s": sched.delay_s if isinstance(sched, HandoffDelay) else 0.0,
               "handoff_jitter_s": sched.jitter_s if isinstance(sched, HandoffDelay) else 0.0}

@@ -511,6 +511,8 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
     settings.validate()
     try:
         topo = build_topology(settings.topology, settings.link_bps)
+        if settings.path_slack is not None:
+            topo.set_path_slack(settings.path_slack)
     except TopologyError as exc:
         raise SettingsError(f"topology: {exc}") from None
     from ..scheduling import SchedulerError

@@ -281,6 +281,11 @@ class Settings(_Fields):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise SettingsError(f"{name}: must be an integer >= 0, got {v!r}")
+        if self.path_slack is not None and (isinstance(self.path_slack, bool) or not
+                                            isinstance(self.path_slack, int) or
+                                            self.path_slack < 0):
+            raise SettingsError(f"path_slack: must be an integer >= 0, got "
+                                f"{self.path_slack!r}")
         if not isinstance(self.stats_completion, bool):
             raise SettingsError(f"stats_completion: must be true or false, got "
                                 f"{self.stats_completion!r}")

@@ -92,6 +92,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 raise CheckError(f"{where}: the header records no work_conserving level; "
                                  f"give --level")
             topo, coflows, desc = _workload(header, args)
+            if header.get("path_slack"):  # the candidate paths the run had
+                topo.set_path_slack(int(header["path_slack"]))
             level = header.get("work_conserving") if args.level == "auto" else (
                 None if args.level == "none" else args.level)
             try:
