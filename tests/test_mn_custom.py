@@ -28,6 +28,20 @@ def test_topo_strings(arg, hosts, switch_count, links):
     assert all("cls" not in t.linkInfo(u, v) for u, v in t.links())  # no bw: no TCLink
 
 
+def test_topology_file_is_built_at_its_own_speeds():
+    # a topology file (docs/topology.md): 6 hosts, 4 switches, 6 host links + 5 links;
+    # shaped by default at the file's speeds (10 and 20 Mbit/s)
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "configs", "topologies", "ring-two-speeds.yaml")
+    t = buildTopo(topos, f"file,{path}")
+    assert (len(t.hosts()), len(t.switches()), len(t.links())) == (6, 4, 11)
+    speeds = sorted({i["params" + e].get("bw") for _, _, i in t.links(withInfo=True)
+                     for e in ("1", "2") if not i["node" + e].startswith("h")})
+    assert all(i["cls"] is TCLink for _, _, i in t.links(withInfo=True))
+    assert speeds == [10.0, 20.0]
+
+
 def test_bw_from_the_command_line_shapes_switch_sides_with_tclink():
     t = buildTopo(topos, "spec,leafspine:2,2,2,bw=1")
     assert len(t.links()) == 8
@@ -49,6 +63,8 @@ def test_bw_from_the_command_line_shapes_switch_sides_with_tclink():
     ("leafspine,2,2,2,speed=1", "speed: unknown --topo option"),
     ("spec,ring:4", "unknown kind 'ring'"),
     ("leafspine,2,2", "leafspine takes 3..3"),
+    ("file", "file: missing its path"),
+    ("file,/nonexistent/topo.yaml", "/nonexistent/topo.yaml: file: cannot read"),
 ])
 def test_bad_topo_strings_name_the_field(arg, message):
     with pytest.raises(TopologyError, match=message):
