@@ -7,7 +7,8 @@ import struct
 
 import pytest
 
-from rapier_app.controller.core import Settings, SettingsError, make_core
+from rapier_app.controller.core import make_core
+from rapier_app.controller.settings import Settings, SettingsError
 from rapier_app.core.model import CoflowSpec, FlowSpec
 from rapier_app.scheduling import load_all, make_scheduler
 from rapier_app.sim import simulate
