@@ -1,7 +1,7 @@
 """Mutation score of the unit tests: plant deliberate bugs, see which tests notice.
 
 A curated list of hand-written mutants over ``rapier_app/scheduling``,
-``rapier_app/sim`` and ``rapier_app/controller/core.py`` (issue 17), each a
+``rapier_app/sim`` and ``rapier_app/controller/core.py``, each a
 one-line change chosen to be a bug that matters (a capacity check widened, a
 scheduler's order reversed, work conservation switched off, an empty schedule, ...).
 For each mutant the committed tree (``git archive HEAD``) is unpacked into a
@@ -12,15 +12,15 @@ must pass.
 
 Usage (not part of CI; about 4-6 min of CPU for the whole list on this machine)::
 
-    .venv/bin/python benchmarks/mutants.py                 # every mutant
-    .venv/bin/python benchmarks/mutants.py --only sim-slack,varys-no-wc
-    .venv/bin/python benchmarks/mutants.py --list
-    .venv/bin/python benchmarks/mutants.py --json out.json
+    .venv/bin/python tools/mutants.py                 # every mutant
+    .venv/bin/python tools/mutants.py --only sim-slack,varys-no-wc
+    .venv/bin/python tools/mutants.py --list
+    .venv/bin/python tools/mutants.py --json out.json
 
 Why not mutmut / cosmic-ray over the whole packages: they generate hundreds of
 mechanical mutants (every operator and constant) in ~5,000 lines, each needing a test
 run of tens of seconds: hours of CPU on a 2-core machine shared with other work.  The
-curated list measures the bugs issue 17 names and the ones like them; see
+curated list measures the bugs that matter and the ones like them; see
 docs/testing.md for the score and the survivors.
 """
 
@@ -36,12 +36,12 @@ import tomllib
 from dataclasses import dataclass
 from typing import List, Tuple
 
-from _common import write_json
+import json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 
-MUTANTS_FILE = os.path.join(ROOT, "benchmarks", "mutants.toml")
+MUTANTS_FILE = os.path.join(ROOT, "tools", "mutants.toml")
 
 
 @dataclass
@@ -182,7 +182,9 @@ def main(argv=None) -> int:
     tot_n = sum(n for _, n in pk.values())
     if tot_n:
         print(f"score all: {tot_k}/{tot_n} killed ({100 * tot_k / tot_n:.0f} %)")
-    write_json(args.json, results, indent=2)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=2)
     return 0
 
 
