@@ -4,8 +4,7 @@ The simulator applies a scheduler's rates at the instant of the decision.  A rea
 controller cannot: between a flow's last byte and its freed bandwidth being used by
 another flow lie the completion report, the decision, the push to the host agent,
 the agent's HTB change and TCP's ramp to the new rate.  In the emulation
-(``benchmarks/emulation_handoff.py`` on ``rapier-emulate`` run files and the agents'
-logs) that is a median 35-67 ms from a flow's last byte to a raise in force at the
+(measured on ``rapier-emulate`` run files and the agents' logs) that is a median 35-67 ms from a flow's last byte to a raise in force at the
 sender's agent, then 125-282 ms until the raised flow sends at 80 % of its new rate
 (100 ms resolution); a fixed 0.15 s reproduces rapier's and scheduling-only's
 emulated CCTs within 3 % (mininet_tests/README.md, "hand-off latency").
