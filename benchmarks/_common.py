@@ -1,13 +1,66 @@
-"""Helpers shared by the benchmark scripts of this folder (``event_core.py``,
-``mutants.py``; the trace slices: ``weighted_pass.py``, ``window_split.py``; the
-namespace helpers: ``htb_gso_stall.py``, ``htb_ramp.py``): the scripts run as ``python benchmarks/NAME.py``, so this folder is on ``sys.path`` and
-they import it as ``_common``."""
+"""Helpers shared by the benchmark scripts of this folder.
+
+The scripts run as ``python benchmarks/NAME.py``, so this folder is on ``sys.path``
+and they import this module as ``_common``; importing it also puts the repository
+root on ``sys.path`` (``rapier_app``, ``topologies``, ``enforcement``,
+``mininet_tests`` import without installing the package).
+
+* :data:`DEFAULT_TRACE`: the Facebook coflow trace (``$RAPIER_FB_TRACE`` or beside
+  the repository);
+* :func:`add_trace_options`: ``--trace`` and ``--limit`` through
+  :func:`rapier_app.workload_options.add_workload_options` (the options
+  ``rapier-sim`` takes), with the benchmarks' defaults; :func:`check_trace_options`
+  refuses a missing trace file or a limit below 1;
+* :func:`write_json`: the scripts' ``--json`` output.
+"""
 
 from __future__ import annotations
 
 import json
-import subprocess
-from typing import Any, Optional, Sequence
+import os
+import sys
+from typing import Any, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from rapier_app.workload_options import add_workload_options  # noqa: E402
+
+#: The public Facebook coflow trace (FB2010-1Hr-150-0: 526 coflows on 150 racks):
+#: ``$RAPIER_FB_TRACE`` when set (as for ``rapier-bench`` and the tests), else where
+#: the project's checkout expects it, ``../shared/traces`` beside the repository.
+DEFAULT_TRACE = os.environ.get("RAPIER_FB_TRACE") or os.path.join(
+    os.path.dirname(ROOT), "shared", "traces", "FB2010-1Hr-150-0.txt")
+
+
+def add_trace_options(parser, limit: Optional[int] = None, **overrides: dict):
+    """Declare ``--trace`` (default :data:`DEFAULT_TRACE`) and ``--limit`` (default
+    ``limit``: the first N coflows; None: all) on ``parser``, plus any further
+    workload options named in ``overrides`` (e.g. ``topology=dict(default=...)``),
+    through :func:`rapier_app.workload_options.add_workload_options`.  Returns the
+    parser."""
+    extra = [n for n in overrides if n not in ("trace", "limit")]
+    trace = dict(default=DEFAULT_TRACE, help=f"coflow-benchmark trace file (default "
+                                             f"{os.path.relpath(DEFAULT_TRACE, ROOT)})")
+    lim = dict(default=limit, help="replay only the first N coflows of --trace "
+                                   f"(default {limit if limit else 'all'})")
+    trace.update(overrides.pop("trace", {}))
+    lim.update(overrides.pop("limit", {}))
+    return add_workload_options(parser, "trace", "limit", *extra, trace=trace, limit=lim,
+                                **overrides)
+
+
+def check_trace_options(args) -> None:
+    """Refuse a ``--trace`` file that does not exist and a ``--limit`` below 1.
+
+    Raises:
+        SystemExit: naming the option.
+    """
+    if args.limit is not None and args.limit <= 0:
+        raise SystemExit(f"--limit: must be positive, got {args.limit}")
+    if not os.path.exists(args.trace):
+        raise SystemExit(f"--trace: {args.trace} does not exist")
 
 
 def write_json(path: Optional[str], rows: Any, indent: int = 1) -> None:
@@ -23,90 +76,3 @@ def write_json(path: Optional[str], rows: Any, indent: int = 1) -> None:
         return
     with open(path, "w") as fh:
         json.dump(rows, fh, indent=indent)
-
-
-def sh(*cmd: str, ns: str = "") -> str:
-    """Run a command (in network namespace ``ns``) and return its stdout.
-
-    Raises:
-        subprocess.CalledProcessError: the command failed (it names the command).
-    """
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(cmd)
-    return subprocess.run(full, check=True, capture_output=True, text=True).stdout
-
-
-def netns_delete(names: Sequence[str]) -> None:
-    """Delete the network namespaces ``names``, ignoring those that do not exist."""
-    for ns in names:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def veth_pair(ns_tx: str, ns_rx: str, dev_tx: str, dev_rx: str, subnet: str,
-              gso_max_segs: int = 0) -> None:
-    """Two fresh namespaces joined by a veth pair, as the emulation's hosts are set up:
-    ``dev_tx`` in ``ns_tx`` gets ``<subnet>.1/24``, ``dev_rx`` in ``ns_rx`` gets
-    ``<subnet>.2/24`` (``subnet``: three octets, e.g. ``"10.98.0"``), both up with
-    checksum and segmentation offloads off, and ``dev_tx`` with ``gso_max_segs``
-    when it is not 0; then an HTB root qdisc ``1:`` (``default 0``) on ``dev_tx``.
-    Namespaces of those names left by an earlier run are deleted first.
-
-    Raises:
-        subprocess.CalledProcessError: a command failed (not root, no veth, ...).
-    """
-    netns_delete((ns_tx, ns_rx))
-    for ns in (ns_tx, ns_rx):
-        sh("ip", "netns", "add", ns)
-    sh("ip", "link", "add", dev_tx, "type", "veth", "peer", "name", dev_rx)
-    sh("ip", "link", "set", dev_tx, "netns", ns_tx)
-    sh("ip", "link", "set", dev_rx, "netns", ns_rx)
-    for ns, dev, host in ((ns_tx, dev_tx, 1), (ns_rx, dev_rx, 2)):
-        sh("ip", "addr", "add", f"{subnet}.{host}/24", "dev", dev, ns=ns)
-        sh("ip", "link", "set", dev, "up", ns=ns)
-        sh("ethtool", "-K", dev, "tx", "off", "rx", "off", "tso", "off", "gso", "off",
-           "gro", "off", ns=ns)
-    if gso_max_segs:
-        sh("ip", "link", "set", "dev", dev_tx, "gso_max_segs", str(gso_max_segs), ns=ns_tx)
-    sh("tc", "qdisc", "add", "dev", dev_tx, "root", "handle", "1:", "htb", "default", "0",
-       ns=ns_tx)
-
-
-def htb_class(verb: str, dev: str, ns: str, classid: str, mbps: float) -> None:
-    """``tc class add|change`` of an agent-style class on ``dev``: rate = ceil =
-    ``mbps`` Mbit/s, quantum one frame (as ``enforcement/tc.py`` builds it)."""
-    rate = f"{int(mbps * 1e6)}bit"
-    sh("tc", "class", verb, "dev", dev, "parent", "1:", "classid", classid, "htb",
-       "rate", rate, "ceil", rate, "quantum", "1514", ns=ns)
-
-
-def parse_slice(text: str, flag: str = "--coflows") -> tuple:
-    """``"A:B"`` -> (A, B), two ints (a slice of the trace's coflows).
-
-    Raises:
-        SystemExit: not two colon-separated integers (the message names ``flag``).
-    """
-    try:
-        first, stop = (int(x) for x in text.split(":"))
-    except ValueError:
-        raise SystemExit(f"{flag}: expected A:B, got {text!r}") from None
-    return first, stop
-
-
-def trace_slice(topo, trace: str, first: int, stop: int, at0: bool = False,
-                flag: str = "--coflows") -> list:
-    """Coflow specs of trace coflows ``first:stop`` on ``topo`` (the trace's ports
-    mapped by :func:`rapier_app.core.workload.port_mapping`), arrivals shifted so
-    that coflow ``first`` arrives at 0 s, or every arrival 0 with ``at0``.
-
-    Raises:
-        SystemExit: the slice holds no coflow (the message names ``flag``).
-    """
-    import dataclasses
-
-    from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
-
-    tr = read_trace(trace)
-    cfs = trace_to_coflows(tr, port_mapping(tr.ports, topo))[first:stop]
-    if not cfs:
-        raise SystemExit(f"{flag}: no coflow in {first}:{stop}")
-    t0 = cfs[0].arrival_s
-    return [dataclasses.replace(c, arrival_s=0.0 if at0 else c.arrival_s - t0) for c in cfs]

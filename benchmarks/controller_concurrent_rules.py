@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from enforcement import client  # noqa: E402
 from mininet_tests import ofctl  # noqa: E402
 from mininet_tests.runner import REST_PREFIX, Emulation  # noqa: E402
+from rapier_app.workload_options import add_workload_options  # noqa: E402
 
 
 def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4,
@@ -115,7 +116,7 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
 def main(argv=None) -> int:
     """Run once and print the comparison as JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--topology", default="fattree:4")
+    add_workload_options(ap, "topology", topology=dict(default="fattree:4"))
     ap.add_argument("--scheduler", default="rapier")
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--per-client", type=int, default=40)

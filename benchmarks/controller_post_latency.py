@@ -30,6 +30,7 @@ sys.path.insert(0, REPO)
 
 from enforcement import client  # noqa: E402
 from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller  # noqa: E402
+from rapier_app.workload_options import add_workload_options  # noqa: E402
 
 
 def _pct(xs, q):
@@ -42,7 +43,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--per-client", type=int, default=50)
-    ap.add_argument("--topology", default="fattree:4")
+    add_workload_options(ap, "topology", topology=dict(default="fattree:4"))
     ap.add_argument("--scheduler", default="rapier")
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="rapier-lat-")

@@ -1,16 +1,28 @@
-"""Event-core speed on a prefix of the Facebook coflow trace (issue 16).
+"""Event-core speed: simulator and schedulers on a Facebook-trace prefix, and on the
+"giants" shape (a few very wide coflows live at once).
 
-Per (topology, scheduler) it prints the wall time (s), the CPU time (s), the number
-of decision points (events), events per wall second, the peak resident memory of
-the run (MiB, ``ru_maxrss`` of a fresh child process per run) and a fingerprint of
-the decisions: the first 16 hex digits of the sha256 of every coflow's CCT and
-every flow's finish time as exact ``float.hex()`` strings (the formula of
-``tests/test_decisions_pinned.py``), so two code versions can be checked for
-bit-identical decisions on a larger prefix than the test pins.
+**Trace prefix** (the default).  Per (topology, scheduler) it prints the wall time
+(s), the CPU time (s), the number of decision points (events), events per wall
+second, the peak resident memory of the run (MiB, ``ru_maxrss`` of a fresh child
+process per run) and a fingerprint of the decisions: the first 16 hex digits of the
+sha256 of every coflow's CCT and every flow's finish time as exact ``float.hex()``
+strings (the formula of ``tests/test_decisions_pinned.py``), so two code versions
+can be checked for bit-identical decisions on a larger prefix than the test pins.
 
 Workload: the trace's coflows in arrival order, those with at most ``--max-flows``
 flows (default: all), the first ``--limit`` of them (default 200), ports mapped onto
-hosts as the CLI maps them (``port_mapping(150, topo, seed=0)``).
+hosts as the CLI maps them (``port_mapping(150, topo, seed=0)``).  Each run is its
+own child process (``--one TOPOLOGY SCHEDULER``), so the memory figure is that
+run's alone and one run's caches do not speed up the next.
+
+**Giants** (``giants`` as the first argument).  The Facebook hour spends most of its
+wall time where several coflows of 17,000-21,000 flows are live at once; every flow
+completion is a decision point and each costs work proportional to the live flows.
+This workload reproduces that shape in seconds: ``--coflows`` coflows of
+``--width`` random host-to-host flows each (sizes uniform in 1..100 MB, seeded by
+``--seed``), arriving 1 s apart on ``bigswitch:HOSTS`` (or between the first
+``--hosts`` hosts of ``--topology``).  Per scheduler it prints CPU seconds,
+decision points, CPU microseconds per decision point and the same fingerprint.
 
 Usage::
 
@@ -18,9 +30,8 @@ Usage::
         [--topologies bigswitch:150,fattree:10]
         [--schedulers rapier,rapier-bssi,scheduling-only,baseline,routing-only]
         [--json OUT.json]
-
-Each run is its own child process (``--one TOPOLOGY SCHEDULER``), so the memory
-figure is that run's alone and one run's caches do not speed up the next.
+    python benchmarks/event_core.py giants [--hosts 150] [--coflows 4] [--width 5000]
+        [--seed 1] [--schedulers rapier,scheduling-only] [--topology fattree:10]
 
 Raises:
     SystemExit: the trace file does not exist, or a bad option value (named).
@@ -37,13 +48,12 @@ import subprocess
 import sys
 import time
 
-from _common import write_json
+import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from _common import add_trace_options, check_trace_options, write_json
 
-DEFAULT_TRACE = os.path.join(os.path.dirname(ROOT), "shared", "traces", "FB2010-1Hr-150-0.txt")
+from rapier_app.workload_options import add_workload_options
+
 DEFAULT_SCHEDULERS = "rapier,rapier-bssi,scheduling-only,baseline,routing-only"
 
 
@@ -89,9 +99,11 @@ def run_one(trace: str, topology: str, scheduler: str, limit: int, max_flows: in
 
 def main(argv=None) -> int:
     """Run the benchmark (module docstring); returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["giants"]:
+        return giants_main(argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", default=DEFAULT_TRACE)
-    ap.add_argument("--limit", type=int, default=200)
+    add_trace_options(ap, limit=200)
     ap.add_argument("--max-flows", type=int, default=0,
                     help="keep only coflows with at most this many flows (0: all)")
     ap.add_argument("--topologies", default="bigswitch:150,fattree:10")
@@ -100,12 +112,9 @@ def main(argv=None) -> int:
     ap.add_argument("--one", nargs=2, metavar=("TOPOLOGY", "SCHEDULER"),
                     help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.limit <= 0:
-        raise SystemExit(f"--limit: must be positive, got {a.limit}")
+    check_trace_options(a)
     if a.max_flows < 0:
         raise SystemExit(f"--max-flows: must be >= 0, got {a.max_flows}")
-    if not os.path.exists(a.trace):
-        raise SystemExit(f"--trace: {a.trace} does not exist")
     if a.one:
         print(json.dumps(run_one(a.trace, a.one[0], a.one[1], a.limit, a.max_flows)))
         return 0
@@ -129,6 +138,66 @@ def main(argv=None) -> int:
                   f"{r['events_per_s']:8.0f} {r['peak_mib']:6.0f} {r['fingerprint']}",
                   flush=True)
     write_json(a.json, rows)
+    return 0
+
+
+def giants_workload(hosts: int, coflows: int, width: int, seed: int, topology: str = None):
+    """(topology, coflow specs): the giants workload of the module docstring;
+    ``topology`` (a spec such as ``fattree:10``) replaces ``bigswitch:hosts``, flows
+    then between its first ``hosts`` hosts.
+
+    Raises:
+        SystemExit: a bad topology spec, or fewer than ``hosts`` hosts in it (named).
+    """
+    from rapier_app.core.model import make_coflow
+    from topologies import TopologyError, big_switch, build_topology
+
+    try:
+        topo = big_switch(hosts) if topology is None else build_topology(topology)
+    except TopologyError as exc:
+        raise SystemExit(f"--topology: {exc}") from None
+    if len(topo.hosts) < hosts:
+        raise SystemExit(f"--hosts: {topology} has only {len(topo.hosts)} hosts, got {hosts}")
+    rng = np.random.default_rng(seed)
+    h = topo.hosts
+    out = []
+    for c in range(coflows):
+        src = rng.integers(0, hosts, width)
+        dst = (src + rng.integers(1, hosts, width)) % hosts
+        size = rng.uniform(1e6, 100e6, width).round()
+        out.append(make_coflow(f"G{c}", float(c), [(h[s], h[d], float(v)) for s, d, v in
+                                                   zip(src.tolist(), dst.tolist(),
+                                                       size.tolist())]))
+    return topo, out
+
+
+def giants_main(argv=None) -> int:
+    """Run the giants benchmark (module docstring); returns the exit code."""
+    from rapier_app.scheduling import make_scheduler
+    from rapier_app.sim import simulate
+
+    ap = argparse.ArgumentParser(prog="event_core.py giants",
+                                 description="Per-event cost with many live flows.")
+    ap.add_argument("--hosts", type=int, default=150)
+    ap.add_argument("--coflows", type=int, default=4)
+    ap.add_argument("--width", type=int, default=5000)
+    add_workload_options(ap, "seed")
+    ap.add_argument("--schedulers", default="rapier,scheduling-only")
+    add_workload_options(ap, "topology", topology=dict(
+        help="a topology spec instead of bigswitch:HOSTS (e.g. fattree:10; flows between "
+             "its first HOSTS hosts)"))
+    a = ap.parse_args(argv)
+    for name in ("hosts", "coflows", "width"):
+        if getattr(a, name) < (2 if name == "hosts" else 1):
+            raise SystemExit(f"--{name}: too small, got {getattr(a, name)}")
+    topo, cfs = giants_workload(a.hosts, a.coflows, a.width, a.seed, a.topology)
+    print(f"{'scheduler':16s} {'cpu s':>8s} {'events':>7s} {'us/event':>9s} fingerprint")
+    for name in a.schedulers.split(","):
+        c0 = time.process_time()
+        res = simulate(topo, cfs, make_scheduler(name, topo, seed=1))
+        cpu = time.process_time() - c0
+        print(f"{name:16s} {cpu:8.2f} {res.events:7d} {1e6 * cpu / max(res.events, 1):9.0f} "
+              f"{fingerprint(res)[:16]}", flush=True)
     return 0
 
 

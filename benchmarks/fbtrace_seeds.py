@@ -30,6 +30,9 @@ from typing import Dict, List
 
 import numpy as np
 
+import _common  # noqa: F401  (the repository on sys.path)
+from rapier_app.workload_options import add_workload_options
+
 TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                      "shared", "traces", "FB2010-1Hr-150-0.txt")
 SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia-immediate",
@@ -249,7 +252,7 @@ def core_table(out: str, topologies: List[str]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--limit", type=int, default=None, help="first N trace coflows")
+    add_workload_options(p, "limit", limit=dict(help="first N trace coflows"))
     p.add_argument("--out", default="results/fbtrace")
     p.add_argument("--schedulers", default=",".join(SCHEDULERS))
     p.add_argument("--topologies", default=";".join(TOPOLOGIES),

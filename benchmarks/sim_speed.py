@@ -25,47 +25,45 @@ import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from _common import DEFAULT_TRACE
 
 from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows  # noqa: E402
 from rapier_app.scheduling import make_scheduler  # noqa: E402
 from rapier_app.sim import simulate  # noqa: E402
+from rapier_app.workload_options import add_workload_options  # noqa: E402
 from topologies import build_topology  # noqa: E402
 
-DEFAULT_TRACE = os.path.join(os.path.dirname(ROOT), "shared", "traces", "FB2010-1Hr-150-0.txt")
 
+def count_flow_events(sched) -> list:
+    """Make ``sched`` count the active flows of every decision point (flow-events):
+    its ``schedule`` is wrapped on the instance, so the simulator still sees the
+    scheduler's own class (its hooks and fast paths).  Returns a one-element list
+    holding the running count."""
+    inner = sched.schedule
+    count = [0]
 
-class _Counting:
-    """Wraps a scheduler to count active flows per decision point (flow-events)."""
+    def schedule(now, coflows):
+        count[0] += sum(len(c.active_flows()) for c in coflows)
+        return inner(now, coflows)
 
-    def __init__(self, inner):
-        self.inner = inner
-        self.flow_events = 0
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def schedule(self, now, coflows):
-        self.flow_events += sum(len(c.active_flows()) for c in coflows)
-        return self.inner.schedule(now, coflows)
+    sched.schedule = schedule
+    return count
 
 
 def main(argv=None) -> int:
     """Run the benchmark; returns the process exit code."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", default=DEFAULT_TRACE)
+    add_workload_options(ap, "trace", trace=dict(default=DEFAULT_TRACE))
     ap.add_argument("--coflows", default="30,100")
     ap.add_argument("--schedulers", default="baseline,scheduling-only,routing-only")
-    ap.add_argument("--topology", default="bigswitch:150")
+    add_workload_options(ap, "topology", topology=dict(default="bigswitch:150"))
     ap.add_argument("--skip", type=int, default=0,
                     help="drop the first N coflows; time starts at the next arrival")
     a = ap.parse_args(argv)
     if a.skip < 0:
         raise SystemExit(f"--skip: must be >= 0, got {a.skip}")
     if not os.path.exists(a.trace):
-        raise SystemExit(f"trace: {a.trace} does not exist")
+        raise SystemExit(f"--trace: {a.trace} does not exist")
     tr = read_trace(a.trace)
     topo = build_topology(a.topology)
     mapping = port_mapping(150, topo)
@@ -82,12 +80,13 @@ def main(argv=None) -> int:
             t0 = cfs[0].arrival_s if cfs else 0.0
             cfs = [dataclasses.replace(c, arrival_s=c.arrival_s - t0) for c in cfs]
         for name in a.schedulers.split(","):
-            s = _Counting(make_scheduler(name, topo))
+            s = make_scheduler(name, topo)
+            flow_events = count_flow_events(s)
             t = time.perf_counter()
             r = simulate(topo, cfs, s, record_flows=False)
             wall = time.perf_counter() - t
             print(f"{name:16s} {len(cfs):7d} {sum(c.width for c in cfs):8d} {r.events:7d} "
-                  f"{s.flow_events:12d} {wall:9.2f} {1e6 * wall / max(s.flow_events, 1):10.2f} "
+                  f"{flow_events[0]:12d} {wall:9.2f} {1e6 * wall / max(flow_events[0], 1):10.2f} "
                   f"{r.ccts.mean():12.6f}", flush=True)
     return 0
 

@@ -15,6 +15,7 @@ Prints one line per point and a summary; ``--markdown`` prints the summary as a
 markdown list.  Exit status 0.
 """
 
+import argparse
 import csv
 import sys
 from collections import defaultdict
@@ -31,9 +32,19 @@ def ci95(values):
     return mean_ci95(values)
 
 
-def main(argv):
-    path = next((a for a in argv if not a.startswith("--")), "results/sweeps/runs.csv")
-    md = "--markdown" in argv
+def main(argv=None) -> int:
+    """Check the claims (module docstring); returns the exit status (0).
+
+    Raises:
+        OSError: the runs CSV cannot be read.
+    """
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="?", default="results/sweeps/runs.csv",
+                    help="runs.csv of rapier-experiment (default %(default)s)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the summary as a markdown list")
+    a = ap.parse_args(argv)
+    path, md = a.runs, a.markdown
     pts = defaultdict(lambda: defaultdict(list))
     with open(path) as fh:
         for r in csv.DictReader(fh):

@@ -22,11 +22,11 @@ Prints (text, or one JSON object with ``--json``):
 * ``fb_hour_s``: wall seconds per registered scheduler to replay a fixed prefix of
   the Facebook hour (the first ``--fb-prefix`` coflows, default 10: 6,212 flows, on
   ``bigswitch:150``; ``fb_hour_prefix`` records N), with ``fb_hour_events`` (decision
-  points).  A fixed prefix so that runs of different commits compare; the whole-hour
-  table is ``benchmarks/event_core.py``.
+  points).  A fixed prefix so that runs of different commits compare; longer
+  prefixes and the decisions' fingerprints: ``benchmarks/event_core.py``.
 
 ``--quick`` measures k=8 with n = 20, 50, 100, the k=16 n=100 pass
-(``alg1_pass_s.k16_n100_w128``, issue 16), 5 LPs per solver and ``fb_hour_s``; about
+(``alg1_pass_s.k16_n100_w128``), 5 LPs per solver and ``fb_hour_s``; about
 two minutes on an idle 2-core machine.
 """
 
