@@ -1,6 +1,6 @@
 """Concurrent REST clients against the real controller and Open vSwitch: do the
-switches hold exactly the controller's rules?  (issue 14, one writer per switch and
-barrier-confirmed rules; docs/operations.md)
+switches hold exactly the controller's rules?  (One writer per switch and
+barrier-confirmed rules; docs/operations.md.)
 
 Mininet fat-tree (default fattree:4, 20 switches), ``ryu-manager`` with RAPIER, no
 traffic.  ``--clients`` threads each submit ``--per-client`` single-flow coflows

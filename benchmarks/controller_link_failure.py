@@ -1,6 +1,5 @@
 """Link failure on Mininet: take down a link on an active flow's path and measure how
-fast the controller moves the flow and when it completes (issue 14,
-docs/operations.md).
+fast the controller moves the flow and when it completes (docs/operations.md).
 
 Workload: one flow h1 -> h5 (``--size-mb``, default 15 MB) on leafspine:3,3,3 with
 20 Mbit/s links, RAPIER, enforcing agents.  ``--fail-at S`` seconds after the

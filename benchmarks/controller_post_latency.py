@@ -1,6 +1,6 @@
 """POST and /health latency of a real ``ryu-manager`` while N clients submit coflows.
 
-Issue 14, responsiveness: the POST returns once the coflow is stored (the decision
+Responsiveness: the POST returns once the coflow is stored (the decision
 worker schedules after the reply), so its latency no longer grows with the scheduler's
 work; ``/health`` is asked every 50 ms meanwhile.  No switches are connected (rules for
 absent switches are skipped; the scheduler still runs every decision).

@@ -1,5 +1,5 @@
 """Controller restart on Mininet: kill ``ryu-manager`` (SIGKILL) mid-transfer, start it
-again on the same database, and measure the recovery (issue 14, docs/operations.md).
+again on the same database, and measure the recovery (docs/operations.md).
 
 Workload: three coflows (7 flows, 45 MB) on leafspine:3,3,3 with 20 Mbit/s links and
 enforcing agents.  Prints JSON: when the controller was killed, how long until its

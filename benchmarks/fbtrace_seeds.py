@@ -67,10 +67,10 @@ def topo_dir(out: str, topology: str) -> str:
 def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
     """Run rapier-sim for one scheduler on one topology into ``out``;
     ``NAME@flow`` / ``NAME@coflow`` runs NAME with ``--reschedule flow|coflow``.
-    (A run folder ``NAME@before12`` holds a run of NAME made before issue 12, when
-    RAPIER and Varys decided at coflow events only; ``rapier-bssi@bssi-order`` a run
+    (A run folder ``NAME@before12`` holds a run of NAME made when RAPIER and
+    Varys decided at coflow events only; ``rapier-bssi@bssi-order`` a run
     of rapier-bssi's BSSI-only order, ``--param rapier-bssi.order=bssi``, its
-    default before issue 12's ``order="best"``; both are merged, never run.)
+    former default; both are merged, never run.)
 
     Raises:
         SystemExit: rapier-sim exits non-zero or the variant is unknown.

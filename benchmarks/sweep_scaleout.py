@@ -1,6 +1,6 @@
 """Measure ``rapier-experiment run`` serial vs ``--jobs N`` vs ``--dask local:N``.
 
-Two measurements (issue 15; the numbers are in docs/experiments.md):
+Two measurements (the numbers are in docs/experiments.md):
 
 1. **Speed-up and identical rows.**  The same small grid is run three times from a
    fresh folder each, as a user would (``rapier-experiment run ... -q``, a new

@@ -4,7 +4,7 @@ Backends, all fed the same command list from :mod:`enforcement.tc` (through
 ``Enforcer.replace_all``, the agent's real path):
 
 * ``each``: one ``tc`` process per class and per filter (:func:`enforcement.agent.run_tc`,
-  the agent before issue 15, and ``rapier-agent --tc-each``);
+  ``rapier-agent --tc-each``);
 * ``batch``: one ``tc -batch -`` process per change (:func:`enforcement.agent.run_tc_batch`,
   the agent's default);
 * ``pyroute2``: netlink requests on one socket through pyroute2's ``IPRoute.tc``
