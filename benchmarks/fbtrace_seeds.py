@@ -30,11 +30,10 @@ from typing import Dict, List
 
 import numpy as np
 
-import _common  # noqa: F401  (the repository on sys.path)
+import _common  # the repository on sys.path, the trace's path
 from rapier_app.workload_options import add_workload_options
 
-TRACE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                     "shared", "traces", "FB2010-1Hr-150-0.txt")
+TRACE = _common.DEFAULT_TRACE
 SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia-immediate",
               "sincronia-maxmin", "scheduling-only", "scheduling-only@coflow",
               "scheduling-only@before12", "rapier", "rapier@before12", "rapier-bssi",
@@ -64,7 +63,7 @@ def topo_dir(out: str, topology: str) -> str:
     return os.path.join(out, topology.replace(":", "_").replace(",", "_"))
 
 
-def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
+def run_cli(topology: str, limit, scheduler: str, out: str, trace: str = TRACE) -> None:
     """Run rapier-sim for one scheduler on one topology into ``out``;
     ``NAME@flow`` / ``NAME@coflow`` runs NAME with ``--reschedule flow|coflow``.
     (A run folder ``NAME@before12`` holds a run of NAME made when RAPIER and
@@ -78,7 +77,7 @@ def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
     from rapier_app import cli
 
     scheduler, _, variant = scheduler.partition("@")
-    argv = ["--topology", topology, "--trace", TRACE, "--schedulers", scheduler,
+    argv = ["--topology", topology, "--trace", trace, "--schedulers", scheduler,
             "--no-bound", "--no-plot", "--quiet", "--out", out]
     if variant:
         if variant not in ("flow", "coflow"):
@@ -90,6 +89,9 @@ def run_cli(topology: str, limit, scheduler: str, out: str) -> None:
     if rc:
         raise SystemExit(f"rapier-sim failed on {topology} with {scheduler} (exit {rc})")
 
+
+#: The names of :data:`SCHEDULERS` that are run (the others are kept runs, merged only).
+RUNNABLE = [n for n in SCHEDULERS if n.partition("@")[2] in ("", "flow", "coflow")]
 
 #: Schedulers that are the same code as another: a missing run is taken from the
 #: other's (``fair`` is ``baseline``: ECMP + per-flow max-min, classic.PerFlowFair).
@@ -252,9 +254,12 @@ def core_table(out: str, topologies: List[str]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_workload_options(p, "limit", limit=dict(help="first N trace coflows"))
+    add_workload_options(p, "trace", "limit", trace=dict(default=TRACE),
+                         limit=dict(help="first N trace coflows"))
     p.add_argument("--out", default="results/fbtrace")
-    p.add_argument("--schedulers", default=",".join(SCHEDULERS))
+    p.add_argument("--schedulers", default=",".join(RUNNABLE),
+                   help="comma-separated names, NAME@flow or NAME@coflow (default: every "
+                        "scheduler of the table that is run, not the kept older runs)")
     p.add_argument("--topologies", default=";".join(TOPOLOGIES),
                    help="topology specs separated by ';'")
     p.add_argument("--skip-run", action="store_true", help="only rebuild the table")
@@ -265,7 +270,7 @@ def main(argv=None) -> int:
         d = topo_dir(args.out, t)
         if not args.skip_run:
             for name in names:
-                run_cli(t, args.limit, name, os.path.join(d, "runs", name))
+                run_cli(t, args.limit, name, os.path.join(d, "runs", name), args.trace)
         merge(d, SCHEDULERS + [n for n in names if n not in SCHEDULERS])
     md = table(args.out, topos)
     with open(os.path.join(args.out, "table.md"), "w") as fh:
