@@ -252,7 +252,7 @@ def test_demand_row_kernel_bit_identical_to_the_stacked_formula():
         sizes[::5] = sent[idx[::5]]          # finished exactly: -0.0 / 0.0
         want = np.zeros((1, L))
         ksincronia.demand_kernel(P, np.array([0, n], np.int64),
-                              np.maximum(sizes - sent[idx], 0.0) * BITS, L, want)
+                                 np.maximum(sizes - sent[idx], 0.0) * BITS, L, want)
         got = np.zeros(L)
         ksincronia.demand_row_kernel(P, idx, sizes, sent, BITS, L, got)
         assert got.tobytes() == want[0].tobytes()
@@ -724,7 +724,7 @@ def test_simulator_event_pass_compiled_equals_numpy(seed):
         load = rng.random(nl) * 1e10
         want_load = load.copy()
         sel, rate, gsel, sent_g, ttf, w, bad, tmin = ksim.sim_select_kernel(
-            pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev, load)
+         pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev, load)
         want_sel = np.flatnonzero(pos)
         assert sel.tolist() == want_sel.tolist() and bad == -1
         assert gsel.tolist() == act_idx[want_sel].tolist()
@@ -772,15 +772,15 @@ def test_simulator_event_pass_reports_the_first_bad_rate():
     pos, look = ksim.sim_look_kernel(rate_pos, act, np.ones(5, np.int64))
     assert pos.tolist() == [False, True, True, True, True] and look.size == 0
     out = ksim.sim_select_kernel(pos, rate_pos, act, np.full(5, 8.0), np.zeros(5),
-                                    np.zeros((5, 1), np.int64), np.ones(5, np.int64),
-                                    np.zeros(5), np.zeros(1))
+                                 np.zeros((5, 1), np.int64), np.ones(5, np.int64),
+                                 np.zeros(5), np.zeros(1))
     assert out[6] == 2
     # hand case: 8 bytes left at 64 bit/s take 1 s; 4 of 8 sent at 32 bit/s, 1 s
     sel, rate, gsel, sent_g, ttf, w, bad, tmin = ksim.sim_select_kernel(
-        np.array([True, False, True]), np.array([64.0, 5.0, 32.0]),
-        np.array([0, 1, 2], np.int64), np.array([8.0, 8.0, 8.0]),
-        np.array([0.0, 0.0, 4.0]), np.zeros((3, 1), np.int64), np.ones(3, np.int64),
-        np.zeros(3), np.zeros(1))
+     np.array([True, False, True]), np.array([64.0, 5.0, 32.0]),
+     np.array([0, 1, 2], np.int64), np.array([8.0, 8.0, 8.0]),
+     np.array([0.0, 0.0, 4.0]), np.zeros((3, 1), np.int64), np.ones(3, np.int64),
+     np.zeros(3), np.zeros(1))
     assert ttf.tolist() == [1.0, 1.0] and tmin == 1.0 and w.tolist() == [64.0, 0.0, 32.0]
 
 
@@ -909,7 +909,7 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
         ends_blocked += bool(alive_rows.size) and kweighted._ends_blocked(gend, 0, share, tol)
         s1, r1 = share.copy(), np.zeros(n)
         a1 = kweighted._waterfill_alive(P, gptr, 0, alive, alive_rows.size, s1, tol, r1,
-                                      lptrs, rows)
+                                        lptrs, rows)
         # end counts not yet taken (counted on the first test of every alive row),
         # and already kept
         for ok in (False, True):
@@ -921,7 +921,7 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
             st2, lst2 = stamp.copy(), stale.copy()
             lcnt = np.array([listed.size], np.int64)
             a2 = kweighted._waterfill_kept(P, gptr, 0, lst2, alive_rows.size, st2, ep, gcnt,
-                                         s2, tol, r2, lptrs, rows, gend, gok, lcnt)
+                                           s2, tol, r2, lptrs, rows, gend, gok, lcnt)
             assert a1 == a2
             assert r1.tobytes() == r2.tobytes() and s1.tobytes() == s2.tobytes()
             # the dead rows stay dead; the alive ones are stamped ep at most
@@ -973,7 +973,7 @@ def test_killed_rows_leave_the_kept_counts(seed):
         nnew = newly.size - 3
         before = alive.copy()
         left = kweighted._kill_rows(Ps, gptr, 1, newly, nnew, lptrs, rows_all, alive,
-                                  alive_rows.size, stamp, gcnt, gend, gok)
+                                    alive_rows.size, stamp, gcnt, gend, gok)
         want = [i for i in alive_rows if not set(Ps[i]) & set(newly[:nnew].tolist())]
         assert left == len(want)
         assert np.flatnonzero(stamp != kalloc.DEAD).tolist() == want
@@ -987,7 +987,7 @@ def test_killed_rows_leave_the_kept_counts(seed):
                 want_cnt[1, lk] += 1
         want_end = np.zeros((2, 2, nl), np.int64)
         kweighted._count_ends(Ps, gptr, 1, np.array([0, 1, 2] + want, np.int64), len(want),
-                            want_end)
+                              want_end)
         assert np.array_equal(gcnt, want_cnt) and np.array_equal(gend, want_end)
 
 

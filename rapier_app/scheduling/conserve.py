@@ -309,10 +309,10 @@ class WorkConservation:
         F = np.concatenate(parts)
         if kernels.ENABLED:
             kconserve.wc_update_kernel(np.array(D, dtype=np.int64),
-                                     np.fromiter((x.shape[0] for x in parts), np.int64,
-                                                 len(parts)),
-                                     F, P, added, self.alive, self.rates, self.cap,
-                                     self.tol, self._rx, room)
+                                       np.fromiter((x.shape[0] for x in parts), np.int64,
+                                                   len(parts)),
+                                       F, P, added, self.alive, self.rates, self.cap,
+                                       self.tol, self._rx, room)
             return res, room
         Lk = np.repeat(np.array(D, dtype=np.int64), [x.shape[0] for x in parts])
         # the flow still crosses the link (moved flows keep their old CSR entries)

@@ -76,7 +76,7 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
         if lidx.size and (lidx.min() < 0 or lidx.max() >= L):
             raise IndexError("max_min_fair_flat: a link index outside the capacity vector")
         if kalloc.maxmin_flat_kernel(lens, lidx, np.maximum(cap, 0.0),
-                                       rel_eps * np.maximum(cap, 1.0), rate) < 0:
+                                      rel_eps * np.maximum(cap, 1.0), rate) < 0:
             raise ValueError("max_min_fair: unbounded rates (a flow crosses no link)")
         return rate
     weighted = weights is not None

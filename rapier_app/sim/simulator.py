@@ -506,7 +506,7 @@ class Simulator:
                     rate_arr = rate_arr[keep_s]
                 (sent_g, ttf, bad_k,
                  ttf_min) = _ksim.sim_sparse_kernel(gsel, rate_arr, size, sent, glob_P,
-                                                       glob_len, prev_g, prev_rate, load_inc)
+                                                    glob_len, prev_g, prev_rate, load_inc)
                 bad = int(sel_arr[bad_k]) if bad_k >= 0 else -1
                 if bad >= 0:
                     raise SimulationError(f"rate_bps: flow {act_flows[bad].flow_id} got "
@@ -572,8 +572,8 @@ class Simulator:
                 # the vector work below in one compiled pass (same values, same sums)
                 (sel_arr, rate_arr, gsel, sent_g, ttf, w, bad,
                  ttf_min) = _ksim.sim_select_kernel(pos_mask, rate_pos, act_idx, size,
-                                                       sent, glob_P, glob_len, rate_prev,
-                                                       load_inc)
+                                                    sent, glob_P, glob_len, rate_prev,
+                                                    load_inc)
                 if bad >= 0:
                     raise SimulationError(f"rate_bps: flow {act_flows[bad].flow_id} got "
                                           f"rate {rate_pos[bad]}")
@@ -734,7 +734,7 @@ class Simulator:
                     elif keep is None:  # compacted in place (nothing else holds them)
                         act_idx = act_idx[:_ksim.drop_positions_kernel(act_idx, fin_pos)]
                         rate_prev = rate_prev[:_ksim.drop_positions_kernel(rate_prev,
-                                                                               fin_pos)]
+                                                                            fin_pos)]
                     else:
                         act_idx = act_idx[keep]
                         rate_prev = rate_prev[keep]

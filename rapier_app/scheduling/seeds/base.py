@@ -198,7 +198,7 @@ class _SeedScheduler(Scheduler):
                     g._ports = (old._ports[0][m], old._ports[1][m])
                 if old._csr is not None:
                     g._csr = kalloc.csr_drop(old._csr[0], old._csr[1],
-                                              pos.astype(np.int64), old.n)
+                                             pos.astype(np.int64), old.n)
             else:
                 # the old group is dropped: its arrays and path list are compacted in
                 # place (a memmove of each tail) instead of copied through a mask
@@ -214,7 +214,7 @@ class _SeedScheduler(Scheduler):
                            _compact(old.idx, pos), done_max)
                 if old._csr is not None:  # carried over: one pass, no counting sort
                     g._csr = kalloc.csr_drop(old._csr[0], old._csr[1],
-                                              pos.astype(np.int64), old.n)
+                                             pos.astype(np.int64), old.n)
                 g.sizes = None if old.sizes is None else _compact(old.sizes, pos)
                 g.ords = None if old.ords is None else _compact(old.ords, pos)
                 if old._ports is not None:
@@ -356,11 +356,11 @@ class _SeedScheduler(Scheduler):
                 if not (r.flags.c_contiguous and r.dtype == np.float64):
                     r = np.zeros(g.n)
                     ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
-                                                ends[k][1], mark)
+                                                   ends[k][1], mark)
                     rates[id(g)] += r
                 else:  # added in place (the rows it gives nothing keep their entry)
                     ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
-                                                ends[k][1], mark)
+                                                   ends[k][1], mark)
             k = ksincronia.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
 
     def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
@@ -422,7 +422,7 @@ class _SeedScheduler(Scheduler):
             wts = np.array([float(w) for w, _ in queues])
             out = np.zeros(4, dtype=np.int64)
             if kweighted.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
-                                       lptrs, rows_all, *memo) < 0:
+                                         lptrs, rows_all, *memo) < 0:
                 self._stacks.pop("weighted", None)
                 raise SchedulerError("waterfill: a flow crosses no link")
             unstack(gs, acc, rates)

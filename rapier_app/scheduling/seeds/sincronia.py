@@ -309,7 +309,7 @@ class Sincronia(_SeedScheduler):
                 for i, g in enumerate(groups):
                     if g.n:
                         ksincronia.demand_row_kernel(g.P, g.idx, g.sizes, sent_arr, BITS, L,
-                                                  D[i])
+                                                     D[i])
             elif groups:
                 P, gptr, _ = self._stack(groups, None)
                 sizes = np.concatenate([g.sizes for g in groups])
