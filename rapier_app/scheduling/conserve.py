@@ -308,12 +308,29 @@ class WorkConservation:
             parts.append(fl)
         F = np.concatenate(parts)
         if kernels.ENABLED:
-            kconserve.wc_update_kernel(np.array(D, dtype=np.int64),
-                                       np.fromiter((x.shape[0] for x in parts), np.int64,
-                                                   len(parts)),
-                                       F, P, added, self.alive, self.rates, self.cap,
-                                       self.tol, self._rx, room)
-            return res, room
+            self._update_dirty_compiled(D, parts, F, P, added, room)
+        else:
+            self._update_dirty_numpy(D, parts, F, P, added, res, room)
+        return res, room
+
+    def _update_dirty_compiled(self, D: list, parts: list, F: np.ndarray, P: np.ndarray,
+                               added: bool, room: np.ndarray) -> None:
+        """:meth:`_update_dirty_numpy` compiled
+        (:func:`~rapier_app.kernels.conserve.wc_update_kernel`, writing the residual
+        through ``self._rx``): the same residuals and room bit for bit."""
+        kconserve.wc_update_kernel(np.array(D, dtype=np.int64),
+                                   np.fromiter((x.shape[0] for x in parts), np.int64,
+                                               len(parts)),
+                                   F, P, added, self.alive, self.rates, self.cap,
+                                   self.tol, self._rx, room)
+
+    def _update_dirty_numpy(self, D: list, parts: list, F: np.ndarray, P: np.ndarray,
+                            added: bool, res: np.ndarray, room: np.ndarray) -> None:
+        """Recompute, in place, the residual ``res`` (bit/s) of the dirty links ``D``
+        from the alive flows' rates and the ``room`` of the flows crossing them
+        (``parts``: per dirty link its flows, ``F`` their concatenation; ``P`` the
+        padded path matrix; ``added``: some flow moved, so a listed flow may no
+        longer cross its link)."""
         Lk = np.repeat(np.array(D, dtype=np.int64), [x.shape[0] for x in parts])
         # the flow still crosses the link (moved flows keep their old CSR entries)
         on = (P[F] == Lk[:, None]).any(axis=1) if added else np.ones(F.shape[0], bool)
@@ -336,7 +353,6 @@ class WorkConservation:
             for k in range(1, PT.shape[0]):
                 np.minimum(m, rx[PT[k, G]], out=m)
             room[G] = m > 0
-        return res, room
 
     def flow_event(self) -> Schedule:
         """Hand the capacity freed by finished flows to the survivors (module

@@ -547,25 +547,55 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
         alpha = alpha_ub
         if not np.isfinite(alpha):
             raise LPError("LP (4) unbounded: the coflow crosses no link")
+    ms = _expand(cm, n, vols, lp_rows, st if lp_rows else None, x if lp_rows else None,
+                 m_g, alpha)
+    return alpha, ms, t1 - t0 if lp_rows else time.perf_counter() - t0, solve_s, G
+
+
+def _expand(cm: "Commodities", n: int, vols: np.ndarray, lp_rows: list,
+            st: Optional["LP4Structure"], x: Optional[np.ndarray],
+            m_g: List[Optional[np.ndarray]], alpha: float):
+    """The optimal per-flow solution of LP (4) from the commodity solution (``m_g``
+    per commodity, None for those without an LP row; ``alpha`` in 1/s): each
+    commodity's flows, by non-increasing volume (``vols``, bits), fill its paths in
+    order up to their quotas (:func:`solve_lp4_aggregated`).  Returns the m_jk rows
+    per flow (1/s): compiled (:func:`_expand_compiled`, as :class:`RowBlocks`) when
+    the kernels are on, else numpy (:func:`_expand_numpy`, a list); the same values
+    bit for bit."""
     if kernels.ENABLED:
-        mflat, mptr, K, fo, lens = _commodity_layout(cm, n)
-        has_m = np.zeros(G, np.int64)
-        mg_off = np.zeros(G, np.int64)
-        tot = np.zeros(G)
-        mg_flat = np.zeros(0)
-        if lp_rows:
-            mg_flat = np.ascontiguousarray(x[1:], dtype=float)
-            o = 0
-            for g, k in zip(lp_rows, st.n_paths.tolist()):
-                has_m[g] = 1
-                mg_off[g] = o
-                tot[g] = float(m_g[g].sum())  # numpy's (pairwise) sum, as below
-                o += k
-        flat = np.empty(int(lens.sum()))
-        krapier.expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot,
-                                          float(alpha), fo, flat)
-        return (alpha, RowBlocks(flat, fo, lens),
-                t1 - t0 if lp_rows else time.perf_counter() - t0, solve_s, G)
+        return _expand_compiled(cm, n, vols, lp_rows, st, x, m_g, alpha)
+    return _expand_numpy(cm, n, vols, m_g, alpha)
+
+
+def _expand_compiled(cm: "Commodities", n: int, vols: np.ndarray, lp_rows: list,
+                     st: Optional["LP4Structure"], x: Optional[np.ndarray],
+                     m_g: List[Optional[np.ndarray]], alpha: float) -> "RowBlocks":
+    """:func:`_expand` compiled (:func:`~rapier_app.kernels.rapier.
+    expand_commodities_kernel`): the same per-flow rows, bit for bit, as flat blocks."""
+    G = len(cm.members)
+    mflat, mptr, K, fo, lens = _commodity_layout(cm, n)
+    has_m = np.zeros(G, np.int64)
+    mg_off = np.zeros(G, np.int64)
+    tot = np.zeros(G)
+    mg_flat = np.zeros(0)
+    if lp_rows:
+        mg_flat = np.ascontiguousarray(x[1:], dtype=float)
+        o = 0
+        for g, k in zip(lp_rows, st.n_paths.tolist()):
+            has_m[g] = 1
+            mg_off[g] = o
+            tot[g] = float(m_g[g].sum())  # numpy's (pairwise) sum, as below
+            o += k
+    flat = np.empty(int(lens.sum()))
+    krapier.expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot,
+                                      float(alpha), fo, flat)
+    return RowBlocks(flat, fo, lens)
+
+
+def _expand_numpy(cm: "Commodities", n: int, vols: np.ndarray,
+                  m_g: List[Optional[np.ndarray]], alpha: float) -> List[np.ndarray]:
+    """:func:`_expand` in numpy, commodity by commodity."""
+    members, inner = cm.members, cm.inner
     ms: List[Optional[np.ndarray]] = [None] * n
     for g, mem in enumerate(members):
         K = inner[g].shape[0]
@@ -592,4 +622,4 @@ def solve_lp4_aggregated(volumes_bits: Sequence[float], link_mats: Sequence[np.n
             share = np.where(v[:, None] > 0, over / v[:, None], frac[None, :]) * alpha
         for r, j in enumerate(order.tolist()):
             ms[j] = share[r]
-    return alpha, ms, t1 - t0 if lp_rows else time.perf_counter() - t0, solve_s, G
+    return ms

@@ -105,19 +105,7 @@ class _CoflowArrays:
         self.uniform_mats = all(m is not None for m in self.mats)
         self._gst = None if _from is None else gst
         self.ecmp_k = None if _from is None else ek
-        if n and kernels.ENABLED:
-            # the links of the flows' path blocks (sentinel dropped): the same sorted
-            # unique indices as np.unique of their concatenation
-            L = len(topo.capacity)
-            off, npaths, nhops, mflat = self.path_blocks()
-            mark = np.zeros(L + 1, np.bool_)
-            krapier.mark_blocks_kernel(off, npaths, nhops, mflat, mark)
-            self.all_links = np.flatnonzero(mark[:L])
-        else:
-            self.all_links = (np.unique(np.concatenate(
-                [m.ravel() if m is not None else
-                 np.concatenate([topo.path_links(p) for p in ps])
-                 for ps, m in zip(self.cand, self.mats)])) if n else np.zeros(0, np.int64))
+        self.all_links = self._all_links(topo, n)
         self.n_cand = sum(map(len, self.cand))
         self.struct = None
         self.comm = None  # Commodities of LP (4), False: none share one
@@ -141,6 +129,24 @@ class _CoflowArrays:
             from .lp4 import commodities_subset
             out.comm = commodities_subset(self.comm, m) or False
         return out
+
+    def _all_links(self, topo: Topology, n: int) -> np.ndarray:
+        """The sorted unique link indices (int64) some candidate path of the ``n``
+        flows crosses: compiled from the flows' path blocks
+        (:func:`~rapier_app.kernels.rapier.mark_blocks_kernel`, sentinel dropped)
+        when the kernels are on, else ``np.unique`` of their concatenation; the same
+        array."""
+        if not n:
+            return np.zeros(0, np.int64)
+        if kernels.ENABLED:
+            L = len(topo.capacity)
+            off, npaths, nhops, mflat = self.path_blocks()
+            mark = np.zeros(L + 1, np.bool_)
+            krapier.mark_blocks_kernel(off, npaths, nhops, mflat, mark)
+            return np.flatnonzero(mark[:L])
+        return np.unique(np.concatenate(
+            [m.ravel() if m is not None else np.concatenate([topo.path_links(p) for p in ps])
+             for ps, m in zip(self.cand, self.mats)]))
 
     def path_blocks(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The flows' candidate paths as padded link blocks for the compiled

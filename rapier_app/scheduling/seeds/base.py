@@ -42,7 +42,7 @@ from ..base import Scheduler, SchedulerError
 from ..pathcache import pad_rows
 from .group import _aligned, _ConcatPaths, _Group
 from .passes import (_IN_PLACE_MAX, MAX_WEIGHTED_ROUNDS, REL_TOL, _compact, _distinct,
-                     _i64, _row_all, greedy_rates, waterfill)
+                     _i64, _row_all, greedy_rates, nonzero_positions, waterfill)
 from .stack import keep_memo, restack, stack_csr, stack_memo, stack_rows, unstack
 
 
@@ -274,16 +274,28 @@ class _SeedScheduler(Scheduler):
                     rates: Dict[str, np.ndarray]) -> None:
         """Strict priority in the given order: each coflow's eligible flows get max-min
         fair rates on what earlier coflows left (``mask`` selects eligible flows; ``None``
-        selects all of them)."""
+        selects all of them).  The engine: compiled (:meth:`_strict_compiled`) when
+        the kernels are on and every flow is eligible, else numpy
+        (:meth:`_strict_numpy`); the same rates bit for bit."""
         if kernels.ENABLED and all(m is None for _, m in groups) and _distinct(groups):
-            gs = [g for g, _ in groups]
-            P, gptr, lptrs, rows_all, _ = self._stacked("strict", gs, residual.shape[0])
-            acc = np.concatenate([rates[id(g)] for g in gs]) if gs else np.zeros(0)
-            if kalloc.strict_kernel(P, gptr, residual, self._tol, acc, lptrs, rows_all) < 0:
-                self._stacks.pop("strict", None)
-                raise SchedulerError("waterfill: a flow crosses no link")
-            unstack(gs, acc, rates)
-            return
+            self._strict_compiled([g for g, _ in groups], residual, rates)
+        else:
+            self._strict_numpy(groups, residual, rates)
+
+    def _strict_compiled(self, gs: List[_Group], residual: np.ndarray,
+                         rates: Dict[int, np.ndarray]) -> None:
+        """:meth:`strict_pass` with every flow of ``gs`` eligible, in one compiled call
+        (:func:`~rapier_app.kernels.alloc.strict_kernel`) on the stacked groups."""
+        P, gptr, lptrs, rows_all, _ = self._stacked("strict", gs, residual.shape[0])
+        acc = np.concatenate([rates[id(g)] for g in gs]) if gs else np.zeros(0)
+        if kalloc.strict_kernel(P, gptr, residual, self._tol, acc, lptrs, rows_all) < 0:
+            self._stacks.pop("strict", None)
+            raise SchedulerError("waterfill: a flow crosses no link")
+        unstack(gs, acc, rates)
+
+    def _strict_numpy(self, groups: Sequence[Tuple[_Group, Optional[np.ndarray]]],
+                      residual: np.ndarray, rates: Dict[int, np.ndarray]) -> None:
+        """:meth:`strict_pass` coflow by coflow (:func:`waterfill` per group)."""
         for g, mask in groups:
             if g.n == 0:
                 continue
@@ -307,26 +319,34 @@ class _SeedScheduler(Scheduler):
         """All active flows of ``groups`` in one allocation: ``alloc(P, residual,
         tol)`` (:func:`waterfill` or :func:`greedy_rates`) over their stacked link rows,
         flows in group order then flow order; each group's share (bit/s) is added to
-        ``rates[id(group)]`` and ``residual`` is reduced in place."""
+        ``rates[id(group)]`` and ``residual`` is reduced in place.  The engine:
+        compiled (:meth:`_greedy_groups`, :meth:`_joint_waterfill_compiled`) when the
+        kernels are on, else ``alloc`` on the stacked rows; the same rates bit for
+        bit."""
         if kernels.ENABLED and alloc is greedy_rates and groups:
             self._greedy_groups(groups, residual, rates)
             return
         if kernels.ENABLED and alloc is waterfill and groups:
-            # the groups' kept link indexes instead of one counting sort over every
-            # live flow
-            P, gptr, lptrs, rows_all, _ = self._stacked("joint", list(groups),
-                                                        residual.shape[0])
-            r = np.zeros(P.shape[0])
-            if kalloc.joint_kernel(P, gptr, residual, self._tol, r, lptrs, rows_all) < 0:
-                self._stacks.pop("joint", None)
-                raise SchedulerError("waterfill: a flow crosses no link")
+            r = self._joint_waterfill_compiled(groups, residual)
         else:
-            P = np.concatenate([g.P for g in groups])
-            r = alloc(P, residual, self._tol)
+            r = alloc(np.concatenate([g.P for g in groups]), residual, self._tol)
         o = 0
         for g in groups:
             rates[id(g)] += r[o:o + g.n]
             o += g.n
+
+    def _joint_waterfill_compiled(self, groups: Sequence[_Group],
+                                  residual: np.ndarray) -> np.ndarray:
+        """:func:`waterfill` over the groups' stacked rows, compiled
+        (:func:`~rapier_app.kernels.alloc.joint_kernel`) on the groups' kept link
+        indexes instead of one counting sort over every live flow: the rates (bit/s)
+        in group then flow order."""
+        P, gptr, lptrs, rows_all, _ = self._stacked("joint", list(groups), residual.shape[0])
+        r = np.zeros(P.shape[0])
+        if kalloc.joint_kernel(P, gptr, residual, self._tol, r, lptrs, rows_all) < 0:
+            self._stacks.pop("joint", None)
+            raise SchedulerError("waterfill: a flow crosses no link")
+        return r
 
     def _greedy_groups(self, groups: Sequence[_Group], residual: np.ndarray,
                        rates: Dict[int, np.ndarray]) -> None:
@@ -405,37 +425,55 @@ class _SeedScheduler(Scheduler):
         Facebook hour about 4 % of Aalo's passes end so, after 40-46 rounds (they
         ran the 200-round cap before; issue 16).
 
+        The engine: compiled (:meth:`_weighted_compiled`) when the kernels are on and
+        every flow is eligible, else numpy (:meth:`_weighted_numpy`); the same rates,
+        residuals and round counts bit for bit.
+
         Returns:
             The number of rounds run.
         """
-        L = self._L
-        tol = self._tol
         cap = MAX_WEIGHTED_ROUNDS if rounds is None else int(rounds)
         if (kernels.ENABLED and all(m is None for _, groups in queues for _, m in groups)
                 and _distinct([gm for _, groups in queues for gm in groups])):
-            gs = [g for _, groups in queues for g, _ in groups]
-            P, gptr, lptrs, rows_all, memo = self._stacked("weighted", gs, residual.shape[0],
-                                                           True)
-            acc = (np.concatenate([rates[id(g)] for g in gs]) if gs else np.zeros(0))
-            qptr = np.zeros(len(queues) + 1, dtype=np.int64)
-            np.cumsum([len(groups) for _, groups in queues], out=qptr[1:])
-            wts = np.array([float(w) for w, _ in queues])
-            out = np.zeros(4, dtype=np.int64)
-            if kweighted.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
-                                         lptrs, rows_all, *memo) < 0:
-                self._stacks.pop("weighted", None)
-                raise SchedulerError("waterfill: a flow crosses no link")
-            unstack(gs, acc, rates)
-            keep_memo(gs, gptr, memo)
-            self.memo_rows[0] += int(out[2])
-            self.memo_rows[1] += int(out[3])
-            done = int(out[0])
-            self.rounds_max = max(self.rounds_max, done)
-            if out[1] == 2:
-                self.rounds_stalled += 1
-            elif out[1] and rounds is None:
-                self.rounds_capped += 1
-            return done
+            return self._weighted_compiled(queues, residual, rates, cap, rounds)
+        return self._weighted_numpy(queues, residual, rates, cap, rounds)
+
+    def _weighted_compiled(self, queues, residual: np.ndarray, rates: Dict[int, np.ndarray],
+                           cap: int, rounds: Optional[int]) -> int:
+        """:meth:`weighted_pass` in one compiled call
+        (:func:`~rapier_app.kernels.weighted.weighted_kernel`) on the stacked groups,
+        with their weighted-pass records (``cap``: the round limit)."""
+        tol = self._tol
+        gs = [g for _, groups in queues for g, _ in groups]
+        P, gptr, lptrs, rows_all, memo = self._stacked("weighted", gs, residual.shape[0],
+                                                       True)
+        acc = (np.concatenate([rates[id(g)] for g in gs]) if gs else np.zeros(0))
+        qptr = np.zeros(len(queues) + 1, dtype=np.int64)
+        np.cumsum([len(groups) for _, groups in queues], out=qptr[1:])
+        wts = np.array([float(w) for w, _ in queues])
+        out = np.zeros(4, dtype=np.int64)
+        if kweighted.weighted_kernel(P, gptr, qptr, wts, residual, tol, acc, cap, out,
+                                     lptrs, rows_all, *memo) < 0:
+            self._stacks.pop("weighted", None)
+            raise SchedulerError("waterfill: a flow crosses no link")
+        unstack(gs, acc, rates)
+        keep_memo(gs, gptr, memo)
+        self.memo_rows[0] += int(out[2])
+        self.memo_rows[1] += int(out[3])
+        done = int(out[0])
+        self.rounds_max = max(self.rounds_max, done)
+        if out[1] == 2:
+            self.rounds_stalled += 1
+        elif out[1] and rounds is None:
+            self.rounds_capped += 1
+        return done
+
+    def _weighted_numpy(self, queues, residual: np.ndarray, rates: Dict[int, np.ndarray],
+                        cap: int, rounds: Optional[int]) -> int:
+        """:meth:`weighted_pass` round by round in numpy (each queue's share by a
+        :meth:`strict_pass`; ``cap``: the round limit)."""
+        L = self._L
+        tol = self._tol
         done = 0
         stalled = False
         while True:
@@ -577,8 +615,7 @@ class _SeedScheduler(Scheduler):
             # (entries with any bit set: -0.0 too, so that they are cleared before the
             # array is reused; np.flatnonzero is 10x slower on floats)
             bits = vec.view(np.int64)
-            nz = (kalloc.nonzero_bits_kernel(bits) if kernels.ENABLED
-                  else (bits != 0).nonzero()[0])
+            nz = nonzero_positions(bits)
             if self.volatile_schedules:
                 self._zb = (rb[3], nz, vec.shape[0])
             ends = np.cumsum([g.n for g in gs])

@@ -345,3 +345,13 @@ def _compact(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
             a[w:w + k] = a[p + 1:end]
             w += k
     return a[:n - len(ps)] if ps else a
+
+
+def nonzero_positions(bits: np.ndarray) -> np.ndarray:
+    """Positions (int64, increasing) of the entries of ``bits`` with any bit set: an
+    int64 view of a rate vector, so -0.0 counts (the entries to clear before the
+    vector is reused).  Compiled (:func:`~rapier_app.kernels.alloc.nonzero_bits_kernel`)
+    when the kernels are on, else ``np.nonzero``: the same positions."""
+    if kernels.ENABLED:
+        return kalloc.nonzero_bits_kernel(bits)
+    return (bits != 0).nonzero()[0]

@@ -295,27 +295,42 @@ class Sincronia(_SeedScheduler):
         return out
 
     def _demand_rows(self, groups) -> np.ndarray:
-        """(groups x links) remaining seconds of each :class:`_Group`'s active flows."""
+        """(groups x links) remaining seconds of each :class:`_Group`'s active flows:
+        compiled (:meth:`_demand_rows_compiled`) when the kernels are on, else numpy
+        (:meth:`_demand_rows_numpy`); the same matrix bit for bit."""
+        if kernels.ENABLED:
+            return self._demand_rows_compiled(groups)
+        return self._demand_rows_numpy(groups)
+
+    def _demand_rows_compiled(self, groups) -> np.ndarray:
+        """:meth:`_demand_rows` by :func:`~rapier_app.kernels.sincronia.demand_row_kernel`
+        on the simulator's bytes-sent array (one call per group), else by
+        :func:`~rapier_app.kernels.sincronia.demand_kernel` on the stacked groups."""
         L = self._L
         D = np.zeros((len(groups), L))
         cap = self._cap[:L]
-        if kernels.ENABLED:
-            for g in groups:
-                if g.sizes is None:
-                    g.sizes = np.array([f.size_bytes for f in g.flows], dtype=float)
-            sent_arr = self._sent_arr
-            if sent_arr is not None:
-                # one compiled call per group on the simulator's array: no stacking
-                for i, g in enumerate(groups):
-                    if g.n:
-                        ksincronia.demand_row_kernel(g.P, g.idx, g.sizes, sent_arr, BITS, L,
-                                                     D[i])
-            elif groups:
-                P, gptr, _ = self._stack(groups, None)
-                sizes = np.concatenate([g.sizes for g in groups])
-                sent = np.concatenate([self.flow_sent(g) for g in groups])
-                ksincronia.demand_kernel(P, gptr, np.maximum(sizes - sent, 0.0) * BITS, L, D)
-            return D / cap
+        for g in groups:
+            if g.sizes is None:
+                g.sizes = np.array([f.size_bytes for f in g.flows], dtype=float)
+        sent_arr = self._sent_arr
+        if sent_arr is not None:
+            # one compiled call per group on the simulator's array: no stacking
+            for i, g in enumerate(groups):
+                if g.n:
+                    ksincronia.demand_row_kernel(g.P, g.idx, g.sizes, sent_arr, BITS, L,
+                                                 D[i])
+        elif groups:
+            P, gptr, _ = self._stack(groups, None)
+            sizes = np.concatenate([g.sizes for g in groups])
+            sent = np.concatenate([self.flow_sent(g) for g in groups])
+            ksincronia.demand_kernel(P, gptr, np.maximum(sizes - sent, 0.0) * BITS, L, D)
+        return D / cap
+
+    def _demand_rows_numpy(self, groups) -> np.ndarray:
+        """:meth:`_demand_rows` group by group with ``np.bincount``."""
+        L = self._L
+        D = np.zeros((len(groups), L))
+        cap = self._cap[:L]
         for i, g in enumerate(groups):
             if g.n == 0:
                 continue
