@@ -103,7 +103,8 @@ from ..base import Scheduler, SchedulerError
 from ..conserve import WorkConservation
 from ..pathcache import pair_paths, path_link_tuple
 from ..registry import register
-from .alg3 import Alg3Mixin
+from .alg3 import (AccessLinks, alg3_order, conservation_state, distribute_bandwidth,
+                   newly_served, unserved_spans)
 from .lp4 import BITS, LP4Structure, alpha_from_load, solver_supported
 from .plan import _SENT, CoflowPlan, _CoflowArrays
 from .rounding import RoundingMixin
@@ -118,7 +119,7 @@ def _choice(name: str, value, allowed: tuple):
 
 
 @register("rapier")
-class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
+class Rapier(RoundingMixin, Scheduler):
     """RAPIER's online scheduler: Algorithms 1, 2 and 3 (see the module docstring).
 
     Args:
@@ -224,7 +225,11 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         self.wc_ties = _choice("wc_ties", wc_ties, ("order", "arrival"))
         self.wc_order = _choice("wc_order", wc_order, ("paper", "pick"))
         self.wait_reset = _choice("wait_reset", wait_reset, ("any", "full"))
-        self._unserved_spans: Dict[str, tuple] = {}  # see Alg3Mixin._track_unserved
+        #: coflow id -> (start, end) of its flows in ``_wc`` when the last full pass
+        #: left it without bandwidth (:func:`~.alg3.unserved_spans`)
+        self._unserved_spans: Dict[str, tuple] = {}
+        #: a host's up- and downlinks, for work conservation
+        self._access = AccessLinks(topology)
         self.tie_break = _choice("tie_break", self.default_tie_break if tie_break is None
                                  else tie_break, ("spread", "none"))
         self._cur_reserved: Optional[np.ndarray] = None
@@ -436,7 +441,12 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
             self.stats["wc_passes"] += 1
             out = self._wc.flow_event()
             if self._unserved_spans:
-                self._note_wc_service()
+                # a coflow without bandwidth at the last full pass that this pass gave
+                # a rate counts as served from now on (its waitTime, Alg. 1 line 7,
+                # restarts at the next decision; wait_reset="any")
+                for cid in newly_served(self._wc, self._unserved_spans):
+                    del self._unserved_spans[cid]
+                    self._served_prev.add(cid)
             return out
         self.stats["passes"] += 1
         live = {c.coflow_id for c in active}
@@ -529,8 +539,10 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
                 fl = self._coflow_arrays(c).flows
                 paths_c[c.coflow_id] = [self.ecmp_path(f) for f in fl]
                 rates_c[c.coflow_id] = np.zeros(len(fl))
-        wc_order = self._distribute_bandwidth(active, plans, fallback, residual, rates_c,
-                                              paths_c, order)
+        wc_order = distribute_bandwidth(
+            alg3_order(active, plans, fallback, self.wc_priority(active), self.wc_order,
+                       self.wc_ties, order),
+            plans, fallback, residual, rates_c, paths_c, self._coflow_arrays)
         self._served_prev = {c.coflow_id for c in active
                              if c.coflow_id in rates_c and bool((rates_c[c.coflow_id] > 0).any())}
         self._guard_at = math.inf
@@ -555,10 +567,21 @@ class Rapier(RoundingMixin, Alg3Mixin, Scheduler):
         sched = Schedule.from_vectors(flows_out, paths_out, rates_all, order=order,
                                       fallback=fallback, info=info)
         if self.incremental:
-            self._wc = self._conservation(out_cof, flows_out, paths_out, rates_all, wc_order,
-                                          order, fallback, info)
-            self._track_unserved(out_cof)
+            self._wc = conservation_state(self.topology.capacity, out_cof, flows_out, paths_out,
+                                          rates_all, wc_order, order, fallback, info,
+                                          self._coflow_arrays, self._path_links, self._access,
+                                          self.volatile_schedules)
+            # with wait_reset="any": where the flows of each coflow left without
+            # bandwidth sit in the work-conservation state
+            self._unserved_spans = (unserved_spans(out_cof, self._served_prev,
+                                                   self._coflow_arrays)
+                                    if self.wait_reset == "any" else {})
         return sched
+
+    def flows_finished(self, flows: Sequence[FlowState]) -> None:
+        """Forward finished flows to the work-conservation state (see the base class)."""
+        if self._wc is not None:
+            self._wc.flows_finished(flows)
 
     def next_wakeup(self, now: float) -> Optional[float]:
         """With ``guard_wakeup``: the time (s) at which a coflow that got no
