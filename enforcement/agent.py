@@ -59,8 +59,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Callable, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
-from rapier_app.errors import RapierError
-from rapier_app.httpjson import TOKEN_RE, RequestError, bearer_ok, short
+from rapier_app.httpjson import TOKEN_RE, RequestError, require_bearer, short
 
 from . import tc
 from .tc import Command, TcError, TcState
@@ -250,14 +249,6 @@ class Enforcer:
 # ---------------------------------------------------------------------------------
 # HTTP
 # ---------------------------------------------------------------------------------
-class HttpError(RapierError):
-    """An HTTP error response: status and message."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-
-
 def handle(enforcer: Enforcer, method: str, path: str, body: Optional[bytes],
            max_flows: int = DEFAULT_MAX_FLOWS) -> Tuple[int, dict]:
     """Route one request; pure apart from the enforcer (tested without sockets).
@@ -267,15 +258,15 @@ def handle(enforcer: Enforcer, method: str, path: str, body: Optional[bytes],
         max_flows: most flows accepted in one ``PUT /v1/flows`` (more: 413).
 
     Returns:
-        ``(status, json_object)``: 2xx, 4xx, or 500 when tc fails (or, never expected,
-        an internal error: logged with its traceback, not echoed).
+        ``(status, json_object)``: 2xx; 4xx as ``{"error": "field: message",
+        "field": field}`` (:class:`~rapier_app.httpjson.RequestError`); 500 when tc
+        fails (or, never expected, an internal error: logged with its traceback, not
+        echoed).
     """
     try:
         return _route(enforcer, method, path.split("?", 1)[0], body, max_flows)
     except RequestError as exc:
         return exc.status, exc.to_json()
-    except HttpError as exc:
-        return exc.status, {"error": str(exc)}
     except TcError as exc:
         return 500, {"error": f"tc: {exc}"}
     except Exception:  # noqa: BLE001 -- answer, never drop the connection
@@ -304,14 +295,14 @@ def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes],
            max_flows: int = DEFAULT_MAX_FLOWS) -> Tuple[int, dict]:
     parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
     if parts[:1] != ["v1"] or len(parts) < 2:
-        raise HttpError(404, f"path: unknown path {short(path)}")
+        raise RequestError(404, "path", f"unknown path {short(path)}")
     if parts[1] == "health" and len(parts) == 2:
         if method != "GET":
-            raise HttpError(405, f"method: {short(method, 16)} not allowed on /v1/health")
+            raise RequestError(405, "method", f"{short(method, 16)} not allowed on /v1/health")
         return 200, {"ok": True, "iface": enf.iface, "flows": len(enf.state.flows),
                      "enforce": enf.enforce}
     if parts[1] != "flows":
-        raise HttpError(404, f"path: unknown path {short(path)}")
+        raise RequestError(404, "path", f"unknown path {short(path)}")
     if len(parts) == 2:
         if method == "GET":
             return 200, {"flows": enf.snapshot()}
@@ -319,21 +310,21 @@ def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes],
             obj = _json(body)
             flows = obj.get("flows") if isinstance(obj, dict) else None
             if isinstance(flows, list) and len(flows) > max_flows:
-                raise HttpError(413, f"flows: at most {max_flows} flows, got {len(flows)}")
+                raise RequestError(413, "flows", f"at most {max_flows} flows, got {len(flows)}")
             wanted = tc.parse_flow_set(obj)
             n = enf.replace_all(wanted)
             return 200, {"flows": enf.snapshot(), "commands": n}
         if method == "DELETE":
             n = enf.replace_all([])
             return 200, {"flows": [], "commands": n}
-        raise HttpError(405, f"method: {short(method, 16)} not allowed on /v1/flows")
+        raise RequestError(405, "method", f"{short(method, 16)} not allowed on /v1/flows")
     # the flow id may itself contain '/', e.g. "1/0" (sent as 1%2F0 or plainly)
     fid = "/".join(parts[2:])
     if method == "GET":
         for f in enf.snapshot():
             if f["flow_id"] == fid:
                 return 200, f
-        raise HttpError(404, f"flow_id: no limit for flow {short(fid)}")
+        raise RequestError(404, "flow_id", f"no limit for flow {short(fid)}")
     if method == "PUT":
         obj = _json(body)
         if isinstance(obj, dict):
@@ -345,9 +336,9 @@ def _route(enf: Enforcer, method: str, path: str, body: Optional[bytes],
         return 200, {"flows": enf.snapshot(), "commands": n}
     if method == "DELETE":
         if not enf.remove_one(fid):
-            raise HttpError(404, f"flow_id: no limit for flow {short(fid)}")
+            raise RequestError(404, "flow_id", f"no limit for flow {short(fid)}")
         return 200, {"flows": enf.snapshot()}
-    raise HttpError(405, f"method: {short(method, 16)} not allowed on /v1/flows/<id>")
+    raise RequestError(405, "method", f"{short(method, 16)} not allowed on /v1/flows/<id>")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -371,36 +362,42 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args) -> None:
         LOG.info("%s %s", self.address_string(), short(fmt % args, 200))
 
-    def _authorized(self) -> bool:
+    def _check_token(self) -> None:
+        """:func:`~rapier_app.httpjson.require_bearer` unless no token is configured or
+        the request is ``GET /v1/health``."""
         token = self.server.token
-        if not token or (self.command == "GET" and self.path.split("?", 1)[0] == "/v1/health"):
-            return True
-        return bearer_ok(self.headers.get("Authorization") or "", token)
+        if token and not (self.command == "GET"
+                          and self.path.split("?", 1)[0] == "/v1/health"):
+            require_bearer(self.headers.get("Authorization") or "", token)
+
+    def _read_body(self) -> Optional[bytes]:
+        """The body (None without ``Content-Length``); RequestError 400 for
+        ``Transfer-Encoding`` or a bad ``Content-Length``, 413 above the cap."""
+        length = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding"):
+            raise RequestError(400, "Transfer-Encoding", "not supported; send Content-Length")
+        if not length:
+            return None
+        try:
+            n = int(length)
+        except ValueError:
+            raise RequestError(400, "Content-Length", "not an integer") from None
+        cap = self.server.max_body_bytes
+        if n > cap or n < 0:
+            raise RequestError(413, "body", f"larger than {cap} bytes")
+        return self.rfile.read(n)
 
     def _serve(self) -> None:
-        length = self.headers.get("Content-Length")
-        body = None
-        status = None
-        cap = self.server.max_body_bytes
-        if not self._authorized():
-            status, obj = 401, {"error": "authorization: missing or wrong bearer token "
-                                         "(Authorization: Bearer <token>)"}
-            if length and length.isdigit() and int(length) <= cap:
+        try:
+            self._check_token()
+            body = self._read_body()
+        except RequestError as exc:
+            status, obj = exc.status, exc.to_json()
+            length = self.headers.get("Content-Length")
+            if (status == 401 and length and length.isdigit()
+                    and int(length) <= self.server.max_body_bytes):
                 self.rfile.read(int(length))  # discard it: the client sees the 401
-        elif self.headers.get("Transfer-Encoding"):
-            status, obj = 400, {"error": "Transfer-Encoding: not supported; send "
-                                         "Content-Length"}
-        elif length:
-            try:
-                n = int(length)
-            except ValueError:
-                status, obj = 400, {"error": "Content-Length: not an integer"}
-            else:
-                if n > cap or n < 0:
-                    status, obj = 413, {"error": f"body: larger than {cap} bytes"}
-                else:
-                    body = self.rfile.read(n)
-        if status is None:
+        else:
             status, obj = handle(self.server.enforcer, self.command, self.path, body,
                                  self.server.max_flows)
         data = (json.dumps(obj) + "\n").encode()

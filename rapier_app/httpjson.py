@@ -8,7 +8,8 @@ bad input, the request error, and bearer tokens.
   message", "field": field}`` (:meth:`RequestError.to_json`);
 * :data:`TOKEN_RE` is the form of a bearer token (RFC 6750 ``b64token`` characters, at
   least 16 of them) and :func:`bearer_ok` checks an ``Authorization`` header against
-  the configured token in constant time (:func:`hmac.compare_digest`).
+  the configured token in constant time (:func:`hmac.compare_digest`);
+  :func:`require_bearer` raises the 401 :class:`RequestError` when it does not match.
 
 Pure: no sockets, no framework (``rapier_app.controller.rest`` on Ryu's WSGI server and
 ``enforcement.agent`` on :mod:`http.server` both use it).
@@ -23,7 +24,7 @@ from typing import Any, Dict
 
 from .errors import RapierError
 
-__all__ = ["QUOTE_CHARS", "TOKEN_RE", "RequestError", "bearer_ok", "short"]
+__all__ = ["QUOTE_CHARS", "TOKEN_RE", "RequestError", "bearer_ok", "require_bearer", "short"]
 
 #: Error messages quote at most this many characters of the input.
 QUOTE_CHARS = 64
@@ -82,3 +83,16 @@ def bearer_ok(authorization: str, token: str) -> bool:
     ok = hmac.compare_digest(cred.strip().encode("latin-1", "replace"),
                              token.encode("latin-1", "replace"))
     return ok and scheme.lower() == "bearer"
+
+
+def require_bearer(authorization: str, token: str) -> None:
+    """Check a request's ``Authorization`` header value against ``token``
+    (:func:`bearer_ok`).
+
+    Raises:
+        RequestError: 401 naming ``authorization`` (the caller adds
+        ``WWW-Authenticate: Bearer`` to the reply).
+    """
+    if not bearer_ok(authorization, token):
+        raise RequestError(401, "authorization",
+                           "missing or wrong bearer token (Authorization: Bearer <token>)")

@@ -6,7 +6,7 @@ import pytest
 from enforcement import agent, tc
 from rapier_app.controller import rest, settings, validation
 from rapier_app.errors import RapierError
-from rapier_app.httpjson import TOKEN_RE, RequestError, bearer_ok, short
+from rapier_app.httpjson import TOKEN_RE, RequestError, bearer_ok, require_bearer, short
 
 TOKEN = "s3cret-token-for-tests-0123"
 
@@ -40,6 +40,12 @@ def test_request_error_is_a_project_value_error_with_status_and_field():
     (f"Bearer {TOKEN[:-1]}", False), ("Bearer \xe9\u20ac", False), ("Bearer", False)])
 def test_bearer_ok(header, ok):
     assert bearer_ok(header, TOKEN) is ok
+    if ok:
+        require_bearer(header, TOKEN)
+    else:
+        with pytest.raises(RequestError) as ei:
+            require_bearer(header, TOKEN)
+        assert (ei.value.status, ei.value.field) == (401, "authorization")
 
 
 @pytest.mark.parametrize("token, ok", [(TOKEN, True), ("a" * 16, True), ("a" * 15, False),
@@ -58,3 +64,15 @@ def test_controller_and_agent_share_the_helpers():
     with pytest.raises(RequestError) as ei:
         tc.parse_flow_set({"flows": "x"})
     assert ei.value.status == 400 and ei.value.field == "flows"
+
+
+def test_agent_errors_have_the_controllers_shape():
+    """Every 4xx of the agent's router is ``{"error": "field: message", "field": ...}``,
+    as the controller's REST API answers."""
+    enf = agent.Enforcer("h1-eth0", runner=lambda cmd: None)
+    for method, path, body, status, field in [
+            ("GET", "/v2/flows", None, 404, "path"), ("POST", "/v1/flows", b"{}", 405, "method"),
+            ("GET", "/v1/flows/x", None, 404, "flow_id"), ("PUT", "/v1/flows", b"[", 400, "body"),
+            ("PUT", "/v1/flows", b'{"flows": [{}, {}]}', 413, "flows")]:
+        st, obj = agent.handle(enf, method, path, body, max_flows=1)
+        assert (st, obj["field"]) == (status, field) and obj["error"].startswith(field + ": ")

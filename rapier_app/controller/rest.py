@@ -39,7 +39,7 @@ validated before the core mutates).  Ids in URLs must match
 Security (issue 14, ``docs/operations.md``): :func:`configure_listeners` makes REST
 and OpenFlow listen on 127.0.0.1 unless configured otherwise, and refuses a REST
 address off loopback without ``rest_token``; with a token, POST/PUT/DELETE need
-``Authorization: Bearer <token>`` (:func:`rapier_app.httpjson.bearer_ok`).
+``Authorization: Bearer <token>`` (:func:`rapier_app.httpjson.require_bearer`).
 
 The controller object behind the routes (``data[APP_KEY]``) needs ``core``
 (:class:`~.core.ControllerCore`, whose ``settings`` give the token and the caps),
@@ -61,7 +61,7 @@ ensure_eventlet_compat()
 
 from ryu.app.wsgi import ControllerBase, Response, route  # noqa: E402
 
-from ..httpjson import RequestError, bearer_ok, short  # noqa: E402
+from ..httpjson import RequestError, require_bearer, short  # noqa: E402
 from .settings import Settings, SettingsError  # noqa: E402
 from .validation import check_coflow_id, check_flow_count, decode_json_body  # noqa: E402
 
@@ -175,13 +175,6 @@ def _method(req) -> str:
     return m if m.isalpha() and len(m) <= 16 else short(m, 16)
 
 
-def _check_token(req, token: str) -> None:
-    """Raise RequestError 401 unless ``req`` carries ``Authorization: Bearer token``."""
-    if not bearer_ok(req.environ.get("HTTP_AUTHORIZATION", ""), token):
-        raise RequestError(401, "authorization",
-                           "missing or wrong bearer token (Authorization: Bearer <token>)")
-
-
 def rest_method(method):
     """Decorator of the route handlers: the error boundary of the REST API.
 
@@ -197,7 +190,7 @@ def rest_method(method):
         try:
             settings = self.app.core.settings
             if req.method in MUTATING and settings.rest_token:
-                _check_token(req, settings.rest_token)
+                require_bearer(req.environ.get("HTTP_AUTHORIZATION", ""), settings.rest_token)
             if "coflow_id" in kwargs:
                 kwargs["coflow_id"] = check_coflow_id(kwargs["coflow_id"])
             status, body = method(self, req, **kwargs)
