@@ -165,8 +165,8 @@ def spread_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence
     LP (4) is degenerate when a coflow's host links bound its alpha (any
     non-blocking fabric): many routings are optimal, and the argmax rounding of a
     solver's vertex sends many coflows through the same core switches
-    (``benchmarks/core_load.py``: the busiest of 25 cores carried 3.2x the mean on
-    the Facebook trace on fattree:10).  For each coflow, the routing where every
+    (measured on the Facebook trace on fattree:10: the busiest of 25 cores carried
+    3.2x the mean; CHANGELOG.md, "Benchmarks history").  For each coflow, the routing where every
     flow takes its ECMP path (``ecmp(flow)``, when usable) replaces ``base`` if its
     fixed-route alpha (model (2), on ``cap`` in bit/s, volumes in bits) is at least
     ``base``'s; otherwise ``base`` stands.  So the coflow's own CCT alone never gets
