@@ -7,12 +7,8 @@ The graph is built from the source (``ast``) of every module of ``rapier_app``,
 ``from ... import`` statement naming another of these modules, wherever it stands
 (an import inside a function closes a cycle as surely as one at the top, only
 later), except under ``if TYPE_CHECKING:``.  ``from P import name`` is an edge to
-``P.name`` when that is a module, else to ``P``.
-
-One kind of edge is left out: a package's ``__init__`` importing its own submodules
-(``rapier_app.scheduling`` imports ``.base`` to re-export the registry, and
-``base`` asks the package to load every scheduler module); the package is the
-namespace of its submodules, not a peer of them.
+``P.name`` when that is a module, else to ``P``.  A package's ``__init__`` is a
+module like any other: no edge is left out.
 """
 
 import ast
@@ -79,11 +75,8 @@ def import_graph(root=ROOT, packages=PACKAGES) -> nx.DiGraph:
             for t in targets:
                 while t and t not in mods:
                     t = t.rpartition(".")[0]
-                if not t or t == m:
-                    continue
-                if init and t.startswith(m + "."):
-                    continue  # a package's __init__ importing its own submodules
-                g.add_edge(m, t)
+                if t and t != m:
+                    g.add_edge(m, t)
     return g
 
 
@@ -124,15 +117,15 @@ def test_the_checks_see_a_planted_cycle_and_back_arrow(tmp_path):
     """The graph builder finds what the two tests above forbid (so they can fail)."""
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("from . import a  # own submodule: not an edge\n")
+    (pkg / "__init__.py").write_text("from . import a\n")
     (pkg / "a.py").write_text("def f():\n    from .sub import b\n")
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "sub" / "b.py").write_text("import pkg.cli\nfrom .. import a\n")
     (pkg / "cli.py").write_text("from typing import TYPE_CHECKING\n"
                                 "if TYPE_CHECKING:\n    from pkg import a\n")
     g = import_graph(str(tmp_path), ("pkg",))
-    assert sorted(g.edges) == [("pkg.a", "pkg.sub.b"), ("pkg.sub.b", "pkg.a"),
-                               ("pkg.sub.b", "pkg.cli")]
+    assert sorted(g.edges) == [("pkg", "pkg.a"), ("pkg.a", "pkg.sub.b"),
+                               ("pkg.sub.b", "pkg.a"), ("pkg.sub.b", "pkg.cli")]
     assert [sorted(c) for c in nx.simple_cycles(g)] == [["pkg.a", "pkg.sub.b"]]
 
 
