@@ -272,7 +272,8 @@ def waterfill_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
         0, or -1 when an active flow crosses no link (the caller raises
         ``SchedulerError``).
 
-    Same operations and order as :func:`~rapier_app.scheduling.seeds.passes._waterfill_incremental`: per
+    Same operations and order as
+    :func:`~rapier_app.scheduling.seeds.passes._waterfill_incremental`: per
     iteration the increment is the smallest ``residual / count`` over links with an
     active flow, every link loses ``increment x count``, residuals are clamped at 0,
     and the flows of links that became saturated freeze at the running level.
@@ -284,8 +285,8 @@ def waterfill_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
 def strict_kernel(P, gptr, residual, tol, rate, lptrs, rows_all):  # pragma: no cover
     """Strict priority over groups (coflows): group g's rows ``gptr[g]..gptr[g+1]-1``
     of ``P`` get max-min fair rates on what groups before it left
-    (:meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.strict_pass` with every flow eligible).  Rates
-    (bit/s) are added to ``rate``; ``residual`` (bit/s) is reduced in place.
+    (:meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.strict_pass` with every
+    flow eligible).  Rates (bit/s) are added to ``rate``; ``residual`` (bit/s) is reduced in place.
     ``lptrs[g]`` and ``rows_all[gptr[g] * W:gptr[g+1] * W]`` are group g's link
     index (:func:`_csr`, kept by the caller across calls).
     Returns 0, or -1 when a flow crosses no link."""
@@ -303,7 +304,8 @@ def strict_kernel(P, gptr, residual, tol, rate, lptrs, rows_all):  # pragma: no 
 @jit
 def joint_kernel(P, gptr, residual, tol, rate, lptrs, rows_all):  # pragma: no cover
     """Max-min fair rates over all rows of the stacked groups at once
-    (:meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.joint_pass` with :func:`~rapier_app.scheduling.seeds.passes.waterfill`):
+    (:meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.joint_pass` with
+    :func:`~rapier_app.scheduling.seeds.passes.waterfill`):
     :func:`waterfill_kernel` of ``P`` with the groups' kept link indexes (as for
     :func:`strict_kernel`) instead of one built over every row, so the same rates
     (bit/s, added to ``rate``) and residuals, bit for bit.  Returns 0, or -1 when

@@ -17,9 +17,10 @@ from . import jit
 @jit
 def greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx,
                         out):  # pragma: no cover - compiled
-    """RAPIER's greedy spread placement (:meth:`~rapier_app.scheduling.rapier.rounding.RoundingMixin.
-    _greedy_paths`) compiled: flows in ``order`` (indices, non-increasing volume),
-    flow j (``vol[j]`` bits) takes the candidate path that minimises the largest
+    """RAPIER's greedy spread placement
+    (:meth:`~rapier_app.scheduling.rapier.rounding.LPRounding._greedy_paths`)
+    compiled: flows in ``order`` (indices, non-increasing volume), flow j
+    (``vol[j]`` bits) takes the candidate path that minimises the largest
     ``(load_l + v) / C_l`` along it (first on ties; NaN as ``np.maximum`` and
     ``np.argmin`` treat it), and its volume is added to ``load`` on that path's links.
 
@@ -166,7 +167,8 @@ def argmax_rows(ms) -> "np.ndarray | None":
 @jit
 def expand_commodities_kernel(vols, mflat, mptr, K, has_m, mg_flat, mg_off, tot, alpha,
                               fo, out):  # pragma: no cover - compiled
-    """The per-flow optimum of :func:`~rapier_app.scheduling.rapier.lp4.solve_lp4_aggregated` from its
+    """The per-flow optimum of
+    :func:`~rapier_app.scheduling.rapier.lp4.solve_lp4_aggregated` from its
     commodity solution, compiled: commodity g's flows ``mflat[mptr[g]:mptr[g+1]]``
     (member order) fill its ``K[g]`` paths in order of non-increasing volume
     (``vols``, bits; a stable sort, as ``np.argsort(-v, kind="stable")``) up to the

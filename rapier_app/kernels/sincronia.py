@@ -15,7 +15,8 @@ from . import jit
 
 @jit
 def greedy_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
-    """Sincronia Algorithm 2 generalised to paths (:func:`~rapier_app.scheduling.seeds.passes.greedy_rates`):
+    """Sincronia Algorithm 2 generalised to paths
+    (:func:`~rapier_app.scheduling.seeds.passes.greedy_rates`):
     row by row in priority order, a flow whose smallest residual exceeds the largest
     tolerance of its links takes that smallest residual (bit/s).
 
@@ -30,7 +31,8 @@ def greedy_kernel(P, residual, tol, rate):  # pragma: no cover - compiled
     Returns:
         0.
 
-    Same floating-point operations as :func:`~rapier_app.scheduling.seeds.passes._greedy_rates_rescan`: the
+    Same floating-point operations as
+    :func:`~rapier_app.scheduling.seeds.passes._greedy_rates_rescan`: the
     minimum residual along the path, subtracted from each of its real links, then
     every residual clamped at 0.
     """
@@ -81,7 +83,8 @@ def greedy_group_kernel(P, residual, tol, rate, first, last, mark):  # pragma: n
         P, residual, tol: as :func:`greedy_kernel`; rate: float64 per row (bit/s),
             added to in place.
         first, last: int64 distinct first links and distinct last links of the
-            group's rows (supersets are fine: :meth:`~rapier_app.scheduling.seeds.group._Group.end_links`).
+            group's rows (supersets are fine:
+            :meth:`~rapier_app.scheduling.seeds.group._Group.end_links`).
         mark: int8 scratch per entry of ``residual``, all 0; left all 0.
 
     Returns:

@@ -260,7 +260,8 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                     rows_all, mflag, mfree0, mmark0, min1, mout1, mfree1,
                     lvl):  # pragma: no cover
     """Aalo Pseudocode 1's weighted sharing across queues on a network of links:
-    :meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.weighted_pass` with every flow eligible, compiled.
+    :meth:`~rapier_app.scheduling.seeds.base._SeedScheduler.weighted_pass` with every
+    flow eligible, compiled.
 
     Args:
         P: int64 (flows x width) padded link rows of every group, stacked in queue

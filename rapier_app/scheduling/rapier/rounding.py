@@ -1,27 +1,27 @@
 """Algorithm 2's LP solve and rounding for RAPIER (Zhao et al., INFOCOM 2015,
 Section IV-B lines 2-7) with this project's tie-break (``tie_break="spread"``).
 
-:class:`RoundingMixin` holds the methods of
-:class:`~rapier_app.scheduling.rapier.scheduler.Rapier` that turn one coflow's LP (4) into
-routes: :meth:`~RoundingMixin._route_by_lp` (per-flow or aggregated solve),
-:meth:`~RoundingMixin.round_routes` (argmax rounding, overridden by ``rapier-ls``
-and ``rapier-spread``), :meth:`~RoundingMixin._tie` (argmax vs ECMP vs greedy spread)
-and :meth:`~RoundingMixin._greedy_paths`.  The readings
-are documented in :mod:`.scheduler`.
+:class:`LPRounding`, a helper :class:`~rapier_app.scheduling.rapier.scheduler.Rapier`
+builds once with its settings (topology, solver, time limit, aggregation, tie-break,
+its ECMP hash and path-link lookup) and calls per coflow, turns one coflow's LP (4)
+into routes: :meth:`~LPRounding.route` (per-flow or aggregated solve, then the
+rounding), :meth:`~LPRounding._tie` (argmax vs ECMP vs greedy spread) and
+:meth:`~LPRounding._greedy_paths`.  :func:`argmax_routes` is Algorithm 2's own
+rounding (``rapier-ls`` and ``rapier-spread`` pass their improved one).  The
+readings are documented in :mod:`.scheduler`.
 
-The mixin reads the scheduler's ``topology``, ``stats``, ``solver``,
-``lp_time_limit_s``, ``aggregate``, ``aggregate_min_paths``, ``tie_break`` and
-``_cur_reserved`` attributes and its ``ecmp_path`` and ``_path_links`` methods.
 Units: volumes in bits, capacities in bit/s.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ... import kernels
+from topologies import Topology
+
 from ...core.model import FlowState
 from ...kernels import rapier as krapier
 from ..pathcache import pad_rows, pair_paths
@@ -29,19 +29,68 @@ from .lp4 import LP4Structure, lp4_commodities, route_load, solve_lp4, solve_lp4
 from .plan import _CoflowArrays
 
 
-class RoundingMixin:
-    """LP (4) solve and rounding of Algorithm 2 (see the module docstring)."""
+def argmax_routes(flows: Sequence[FlowState], usable: List[List[tuple]],
+                  ms: List[np.ndarray]) -> Dict[str, tuple]:
+    """Alg. 2 lines 3-7: each flow takes the path of its largest m_jk (first on
+    ties).  Args: flows, their usable candidate paths, LP values m_jk (1/s).
+    Returns flow_id -> path."""
+    return {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(flows, usable, ms)}
 
-    def _route_by_lp(self, flows: Sequence[FlowState], vols: List[float],
-                     usable: List[List[tuple]], lp_cap: np.ndarray,
-                     link_mats: Optional[list] = None,
-                     structure: Optional[LP4Structure] = None,
-                     carr: Optional["_CoflowArrays"] = None,
-                     reserved: Optional[np.ndarray] = None) -> tuple:
+
+#: a rounding of LP (4): (flows, volumes in bits, usable paths, m_jk rows in 1/s,
+#: capacities in bit/s the LP routed on) -> flow_id -> path
+RoundFn = Callable[[Sequence[FlowState], List[float], List[List[tuple]], List[np.ndarray],
+                    np.ndarray], Dict[str, tuple]]
+
+
+class LPRounding:
+    """LP (4) solve and rounding of Algorithm 2 for one scheduler (see the module
+    docstring).
+
+    Args:
+        topology: the fabric; capacities in bit/s.
+        solver, lp_time_limit_s: as :func:`solve_lp4`.
+        aggregate, aggregate_min_paths: solve on commodities always (True), never
+            (False) or when the coflow has more than ``aggregate_min_paths`` path
+            variables (None) (:func:`solve_lp4_aggregated`).
+        tie_break: ``"spread"`` (argmax vs ECMP vs greedy placement, the most spread
+            of the fastest) or ``"none"`` (the rounding alone).
+        max_paths: candidate paths per host pair (:func:`pair_paths`).
+        stats: the scheduler's counters; ``lp_solves``, ``lp_build_s`` and
+            ``lp_solve_s`` are increased in place.
+        ecmp_path: the scheduler's ECMP hash (flow -> path).
+        path_links: path -> its link indices (int array).
+    """
+
+    def __init__(self, topology: Topology, solver: str, lp_time_limit_s: Optional[float],
+                 aggregate: Optional[bool], aggregate_min_paths: int, tie_break: str,
+                 max_paths: Optional[int], stats: dict,
+                 ecmp_path: Callable[[FlowState], tuple],
+                 path_links: Callable[[tuple], np.ndarray]):
+        self.topology = topology
+        self.solver = solver
+        self.lp_time_limit_s = lp_time_limit_s
+        self.aggregate = aggregate
+        self.aggregate_min_paths = aggregate_min_paths
+        self.tie_break = tie_break
+        self.max_paths = max_paths
+        self.stats = stats
+        self.ecmp_path = ecmp_path
+        self.path_links = path_links
+
+    def route(self, flows: Sequence[FlowState], vols: List[float],
+              usable: List[List[tuple]], lp_cap: np.ndarray,
+              link_mats: Optional[list] = None,
+              structure: Optional[LP4Structure] = None,
+              carr: Optional["_CoflowArrays"] = None,
+              reserved: Optional[np.ndarray] = None,
+              round_routes: Optional[RoundFn] = None) -> tuple:
         """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` (with ``reserved`` bits per link,
-        see :func:`solve_lp4`) and round. Returns (routes, lp_alpha, build_s,
-        solve_s, kidx): ``kidx`` is, per flow, the index of its route in its
-        candidate list when known (the compiled path with ``carr``), else None."""
+        see :func:`solve_lp4`) and round (``round_routes``, default
+        :func:`argmax_routes`, vectorised on ``carr`` with the compiled kernels).
+        Returns (routes, lp_alpha, build_s, solve_s, kidx): ``kidx`` is, per flow,
+        the index of its route in its candidate list when known (the compiled path
+        with ``carr``), else None."""
         if all(len(ps) == 1 for ps in usable):
             return dict(zip([f.flow_id for f in flows], [ps[0] for ps in usable])), \
                 None, 0.0, 0.0, None
@@ -68,23 +117,25 @@ class RoundingMixin:
         self.stats["lp_solve_s"] += solve_s
         kidx = None
         if carr is not None and usable is carr.cand and kernels.ENABLED and \
-                type(self).round_routes is RoundingMixin.round_routes:
+                round_routes is None:
             # the argmax rounding (round_routes) vectorised: the same first maxima
             kidx = krapier.argmax_rows(ms)
         if kidx is not None:
             base = dict(zip([f.flow_id for f in flows],
                             [ps[k] for ps, k in zip(usable, kidx.tolist())]))
         else:
-            base = self.round_routes(flows, vols, usable, ms, lp_cap)
-        routes, kidx = self._tie(flows, vols, usable, base, lp_cap, carr, kidx)
+            base = (argmax_routes(flows, usable, ms) if round_routes is None
+                    else round_routes(flows, vols, usable, ms, lp_cap))
+        routes, kidx = self._tie(flows, vols, usable, base, lp_cap, reserved, carr, kidx)
         return routes, lp_alpha, build_s, solve_s, kidx
 
     def _tie(self, flows: Sequence[FlowState], vols: List[float], usable: List[List[tuple]],
-             base: Dict[str, tuple], lp_cap: np.ndarray,
+             base: Dict[str, tuple], lp_cap: np.ndarray, reserved: Optional[np.ndarray],
              carr: Optional["_CoflowArrays"] = None,
              base_k: Optional[np.ndarray] = None) -> tuple:
         """The ``tie_break`` rule (class docstring) applied to the rounded ``base``
-        routes: returns (flow_id -> path, the routes' candidate indexes or None).
+        routes behind the ``reserved`` bits per link: returns (flow_id -> path, the
+        routes' candidate indexes or None).
         With ``carr`` (the flows' cached arrays, ``usable`` their full candidate
         lists) and the compiled kernels, the ECMP and greedy routings are placed and
         loaded by :mod:`.kernels` on the flows' path blocks (``base_k``: the
@@ -93,7 +144,7 @@ class RoundingMixin:
         if self.tie_break != "spread":
             return base, base_k
         vol = np.asarray(vols, dtype=float)
-        B = self._cur_reserved
+        B = reserved
         fast = carr is not None and kernels.ENABLED and usable is carr.cand
         if fast:
             ek = self._ecmp_index(flows, carr)
@@ -231,7 +282,7 @@ class RoundingMixin:
                     if ps is pp.paths:
                         M, arrs = pp.padded, pp.arrays
                     else:
-                        M = pad_rows([self._path_links(q) for q in ps], L)
+                        M = pad_rows([self.path_links(q) for q in ps], L)
                         arrs = [path_links(q) for q in ps]
                     MT = np.ascontiguousarray(M.T)
                     got = mats[id(ps)] = (MT, capx[MT], arrs, ps)
@@ -246,14 +297,3 @@ class RoundingMixin:
             load[la] += v
             out[j] = p
         return out
-
-    def round_routes(self, flows: Sequence[FlowState], vols: List[float],
-                     usable: List[List[tuple]], ms: List[np.ndarray],
-                     lp_cap: np.ndarray) -> Dict[str, tuple]:
-        """Alg. 2 lines 3-7: each flow takes the path of its largest m_jk (first on
-        ties).  Subclasses may improve the rounding (``rapier-ls``).
-
-        Args: flows, their volumes in bits, usable candidate paths, LP values m_jk
-        (1/s), the capacities (bit/s) the LP routed on.  Returns flow_id -> path.
-        """
-        return {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(flows, usable, ms)}

@@ -107,7 +107,7 @@ from .alg3 import (AccessLinks, alg3_order, conservation_state, distribute_bandw
                    newly_served, unserved_spans)
 from .lp4 import BITS, LP4Structure, alpha_from_load, solver_supported
 from .plan import _SENT, CoflowPlan, _CoflowArrays
-from .rounding import RoundingMixin
+from .rounding import LPRounding, argmax_routes
 
 
 def _choice(name: str, value, allowed: tuple):
@@ -119,7 +119,7 @@ def _choice(name: str, value, allowed: tuple):
 
 
 @register("rapier")
-class Rapier(RoundingMixin, Scheduler):
+class Rapier(Scheduler):
     """RAPIER's online scheduler: Algorithms 1, 2 and 3 (see the module docstring).
 
     Args:
@@ -232,7 +232,6 @@ class Rapier(RoundingMixin, Scheduler):
         self._access = AccessLinks(topology)
         self.tie_break = _choice("tie_break", self.default_tie_break if tie_break is None
                                  else tie_break, ("spread", "none"))
-        self._cur_reserved: Optional[np.ndarray] = None
         self.route_on = _choice("route_on", route_on, ("reserved", "residual", "full"))
         self.incremental = bool(incremental)
         if not self.incremental:
@@ -264,6 +263,11 @@ class Rapier(RoundingMixin, Scheduler):
         self._carr: Dict[str, _CoflowArrays] = {}
         self.stats = {"lp_solves": 0, "lp_build_s": 0.0, "lp_solve_s": 0.0, "passes": 0,
                       "lp_reused": 0, "wc_passes": 0, "lb_skips": 0}
+        #: Algorithm 2's LP solve and rounding, with this scheduler's settings
+        self._rounding = LPRounding(self.topology, self.solver, self.lp_time_limit_s,
+                                    self.aggregate, self.aggregate_min_paths, self.tie_break,
+                                    self.max_paths, self.stats, self.ecmp_path,
+                                    self._path_links)
 
     # -- helpers --------------------------------------------------------------------
     def _candidates(self, f: FlowState) -> tuple:
@@ -372,11 +376,10 @@ class Rapier(RoundingMixin, Scheduler):
                                  else math.inf) and e.n_cand > e.n:
                 struct = LP4Structure(topo, cand, use_mats)
                 e.struct = struct
-            self._cur_reserved = res_b
-            routes, lp_alpha, build_s, solve_s, kidx = self._route_by_lp(
+            routes, lp_alpha, build_s, solve_s, kidx = self._rounding.route(
                 flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None,
-                e if usable is cand else None, res_b)
-            self._cur_reserved = None
+                e if usable is cand else None, res_b,
+                None if type(self).round_routes is Rapier.round_routes else self.round_routes)
             ra = e.route_arrays(routes, topo, kidx if usable is cand else None)
             if full and self.fast:
                 self._full_routes[cid] = (key, e, routes, lp_alpha, build_s, solve_s, ra)
@@ -577,6 +580,18 @@ class Rapier(RoundingMixin, Scheduler):
                                                    self._coflow_arrays)
                                     if self.wait_reset == "any" else {})
         return sched
+
+    def round_routes(self, flows: Sequence[FlowState], vols: List[float],
+                     usable: List[List[tuple]], ms: List[np.ndarray],
+                     lp_cap: np.ndarray) -> Dict[str, tuple]:
+        """Alg. 2 lines 3-7: each flow takes the path of its largest m_jk (first on
+        ties, :func:`~.rounding.argmax_routes`).  Subclasses may improve the rounding
+        (``rapier-ls``, ``rapier-spread``); the default one is vectorised.
+
+        Args: flows, their volumes in bits, usable candidate paths, LP values m_jk
+        (1/s), the capacities (bit/s) the LP routed on.  Returns flow_id -> path.
+        """
+        return argmax_routes(flows, usable, ms)
 
     def flows_finished(self, flows: Sequence[FlowState]) -> None:
         """Forward finished flows to the work-conservation state (see the base class)."""

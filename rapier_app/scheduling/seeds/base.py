@@ -110,7 +110,8 @@ class _SeedScheduler(Scheduler):
         #: at once, with the rates the cap would give
         self.rounds_stalled = 0
         #: rows whose round-1 filling the compiled weighted pass reused from its memo,
-        #: and rows it filled afresh (diagnostics of :func:`~rapier_app.kernels.weighted.weighted_kernel`)
+        #: and rows it filled afresh (diagnostics of
+        #: :func:`~rapier_app.kernels.weighted.weighted_kernel`)
         self.memo_rows = [0, 0]
 
     def capacity_changed(self) -> None:

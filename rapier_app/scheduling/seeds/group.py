@@ -90,7 +90,8 @@ class _Group:
         #: the flows' positions in their coflow (``FlowState._ord``), increasing;
         #: filled on first use by :meth:`_SeedScheduler._positions`
         self.ords: Optional[np.ndarray] = None
-        #: the compiled passes' link index of ``P`` (:func:`~rapier_app.kernels.alloc.group_csr`), kept
+        #: the compiled passes' link index of ``P``
+        #: (:func:`~rapier_app.kernels.alloc.group_csr`), kept
         #: while the group lives and carried over when flows finish
         self._csr: Optional[Tuple[np.ndarray, np.ndarray]] = None
         #: the last weighted pass's record for these rows (:meth:`_SeedScheduler.
@@ -102,7 +103,8 @@ class _Group:
     def csr(self, nl: int) -> Tuple[np.ndarray, np.ndarray]:
         """The compiled passes' link index of ``P`` over ``nl`` links (the dummy
         included): (lptr int64[nl + 1], rows int64[n x width]), link l's rows
-        ``rows[lptr[l]:lptr[l+1]]`` in increasing order (:func:`~rapier_app.kernels.alloc.group_csr`).
+        ``rows[lptr[l]:lptr[l+1]]`` in increasing order
+        (:func:`~rapier_app.kernels.alloc.group_csr`).
         Built on first use and kept: a group's rows never change (finished flows make
         a new group, which inherits it through :func:`~rapier_app.kernels.alloc.csr_drop`)."""
         c = self._csr

@@ -50,7 +50,8 @@ def stack_csr(groups: Sequence[_Group], nl: int) -> Tuple[np.ndarray, np.ndarray
 
 
 def stack_memo(groups: Sequence[_Group], gptr: np.ndarray, nl: int) -> tuple:
-    """The groups' weighted-pass records (:func:`~rapier_app.kernels.weighted.weighted_kernel`, memo)
+    """The groups' weighted-pass records
+    (:func:`~rapier_app.kernels.weighted.weighted_kernel`, memo)
     stacked for the kernel: (flags int64[groups], free0, mark0 bool[groups x nl],
     in1, out1 float64[groups x nl], free1 bool[groups x nl], lvl float64[rows]);
     a group without a record gets flag 0 (nothing to reuse)."""
