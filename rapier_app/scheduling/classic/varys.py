@@ -5,7 +5,7 @@ Units: bit/s for rates and capacities, bytes for sizes, seconds for times.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -15,28 +15,6 @@ from ...core.model import CoflowState, FlowState, Schedule
 from ..conserve import WorkConservation
 from ..registry import register
 from .routed import _SENT, BITS, _Routed
-
-
-def coflows_index(coflows: Sequence[CoflowState], cid: str) -> int:
-    for i, c in enumerate(coflows):
-        if c.coflow_id == cid:
-            return i
-    return len(coflows)
-
-
-def work_conserve(topology: Topology, residual: np.ndarray,
-                  items: Sequence[Tuple[FlowState, tuple]], rates: Dict[str, float]) -> None:
-    """Greedy work conservation: in the given order, each flow takes the residual
-    bandwidth left on its path (bit/s), which is then removed from ``residual``.
-
-    ``rates`` (flow_id -> bit/s) is updated in place.
-    """
-    for f, p in items:
-        ls = topology.path_links(p)
-        extra = float(residual[ls].min())
-        if extra > 0:
-            rates[f.flow_id] = rates.get(f.flow_id, 0.0) + extra
-            residual[ls] -= extra
 
 
 @register("scheduling-only")
