@@ -4,7 +4,8 @@ of 10 and 20 Mbit/s, hosts in 192.168.x, dpids 0x11-0x14, ports 1-3 and 11-13).
 
 Mininet builds exactly the file's network (its dpids, ports, addresses and link
 speeds); the real controller (``topology = file:PATH``) and the host agents run it.
-The workload is the command's::
+The workload and the network's set-up (queues, RTO, fair queueing) are the
+command's::
 
     rapier-emulate --topology file:configs/topologies/ring-two-speeds.yaml \\
         --synthetic 5,3,0.3 --sizes uniform:20,200 --schedulers rapier,baseline
@@ -20,7 +21,8 @@ import os
 
 import pytest
 
-from mininet_tests.emulate import run_workload
+from mininet_tests.emulate import (DEFAULT_FAIR_QUEUE, DEFAULT_QUEUE_PACKETS,
+                                   DEFAULT_RTO_MIN_MS, run_workload)
 from mininet_tests.workloads import build_workload
 from topologies import absolute_spec, build_topology, reference_bps
 
@@ -40,9 +42,13 @@ def workload():
 def test_every_coflow_completes_on_the_file_fabric(ovs, workload, scheduler):
     coflows, link_mbps = workload
     assert link_mbps == 10.0  # the file's host links; its arc runs at 20 Mbit/s
-    r = run_workload(scheduler, SPEC, coflows, link_mbps=link_mbps, timeout_s=90)
+    # the network as rapier-emulate sets it up by default
+    r = run_workload(scheduler, SPEC, coflows, link_mbps=link_mbps, timeout_s=90,
+                     queue_packets=DEFAULT_QUEUE_PACKETS, rto_min_ms=DEFAULT_RTO_MIN_MS,
+                     fair_queue=DEFAULT_FAIR_QUEUE)
     print(f"{scheduler}: emulated average CCT {r['avg_cct_s']:.2f} s, simulated "
-          f"{r['sim_avg_cct_s']:.2f} s; per coflow {r['ccts_s']} / {r['sim_ccts_s']}")
+          f"{r['sim_avg_cct_s']:.2f} s; per coflow {r['ccts_s']} / {r['sim_ccts_s']}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     assert r["coflows"] == 5
     for c in r["_run"]["coflows"]:
         assert c["cct_s"] is not None and c["controller"]["state"] == "done", c
@@ -50,6 +56,7 @@ def test_every_coflow_completes_on_the_file_fabric(ovs, workload, scheduler):
             assert f["received_bytes"] == f["size_bytes"], f
     if scheduler == "rapier":
         assert abs(r["avg_cct_s"] - r["sim_avg_cct_s"]) <= 0.15 * r["sim_avg_cct_s"]
-    # real transfers: no coflow finished in much less than its simulated time
-    for e, s in zip(r["ccts_s"], r["sim_ccts_s"]):
-        assert e > 0.8 * s
+        # real transfers at the planned rates: no coflow much faster than simulated
+        # (baseline's TCP shares links unlike the model's max-min and may be faster)
+        for e, s in zip(r["ccts_s"], r["sim_ccts_s"]):
+            assert e > 0.9 * s
