@@ -56,9 +56,11 @@ OPTIONS: Dict[str, dict] = {
     "topology": dict(metavar="SPEC",
                      help="fattree:K[,HOSTS_PER_EDGE] | vl2:DA,DI[,SERVERS_PER_TOR] | "
                           "leafspine:LEAVES,SPINES,HOSTS_PER_LEAF | bigswitch:N | fig1 "
-                          "(default for traces: bigswitch:<ports>)"),
+                          "| file:PATH (a topology file, docs/topology.md) (default for "
+                          "traces: bigswitch:<ports>)"),
     "link_gbps": dict(type=float, default=None,
-                      help="override the topology's link speed in Gbit/s"),
+                      help="override the topology's link speed in Gbit/s (a topology "
+                           "file: its slowest host link, the others in proportion)"),
     "goodput": dict(type=float, default=1.0, metavar="FACTOR",
                     help="multiply every link capacity by FACTOR in (0, 1]: the payload "
                          "share of the wire rate (TCP/IP/Ethernet headers; the emulation "
