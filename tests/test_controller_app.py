@@ -177,7 +177,8 @@ def test_topology_and_health(app):
     assert t["observed"]["missing"] == [] and len(t["observed"]["connected"]) == 6
     st, h = call(app, "GET", "/rapier/v1/health")
     assert h == {"ok": True, "scheduler": "rapier", "topology": "leafspine:3,3,3",
-                 "switches_connected": 6, "switches_configured": 6}
+                 "switches_connected": 6, "switches_configured": 6, "status": "ok",
+                 "fabric": "declared", "hosts": 9, "links_missing": [], "differences": []}
 
 
 # ---------------------------------------------------------------------------

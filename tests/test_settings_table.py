@@ -46,7 +46,7 @@ def test_oslo_opts_follow_the_table():
 
 def test_table_sections_and_docstring():
     assert [name for name, _ in SECTIONS] == ["core", "durability", "security",
-                                              "responsiveness"]
+                                              "responsiveness", "discovery"]
     assert {o.section for o in OPTIONS} == {name for name, _ in SECTIONS}
     for o in OPTIONS:
         assert f"    {o.name} (" in Settings.__doc__, o.name

@@ -66,7 +66,7 @@ from .httpserver import configure_wsgi_server  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
 from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
-from .settings import OPTIONS, Settings  # noqa: E402
+from .settings import OPTIONS, Settings, SettingsError  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
@@ -82,6 +82,14 @@ OPTS = [_OPT_CLASSES[o.type](o.name, default=o.default_value(), help=o.help, **o
 
 CONF = cfg.CONF
 CONF.register_opts(OPTS, group="rapier")
+
+
+def _observe_links(conf=CONF) -> bool:
+    """True when Ryu's LLDP link discovery runs (``--observe-links``)."""
+    try:
+        return bool(conf.observe_links)
+    except Exception:  # noqa: BLE001 -- option not registered: ryu.topology not loaded
+        return False
 
 
 def settings_from_conf(conf=CONF) -> Settings:
@@ -110,8 +118,10 @@ class RapierController(app_manager.RyuApp):
         super().__init__(*args, **kwargs)
         self.settings = settings or settings_from_conf(CONF)
         self.core = make_core(self.settings, LOG)
-        #: down links; the scheduler is wrapped to route around them (:mod:`.links`)
-        self.link_state = linkmod.wrap(self.core, LOG)
+        self.core.links_observed = self.core.discover_mode or _observe_links()
+        if self.core.discover_mode and not _observe_links():
+            raise SettingsError("topology: discover needs Ryu's LLDP link discovery: "
+                                "start ryu-manager with --observe-links")
         self.core.wall_clock = time.perf_counter
         # The clock carries on from the first run on this database (0 = its epoch).
         epoch = self.core.clock_epoch(time.time())
@@ -150,6 +160,12 @@ class RapierController(app_manager.RyuApp):
                  self.settings.scheduler, self.core.topology.name,
                  len(self.core.topology.switches), len(self.core.topology.hosts),
                  self.settings.agent_url or "off")
+
+    @property
+    def link_state(self) -> linkmod.LinkState:
+        """Down and missing links of the graph in force; the core's scheduler is
+        wrapped to route around them (:mod:`.links`)."""
+        return self.core.link_state
 
     # -- plumbing ---------------------------------------------------------------------
     def now(self) -> float:
@@ -309,15 +325,28 @@ class RapierController(app_manager.RyuApp):
             return self.core.coflows_page(state, limit, offset)
 
     def observed(self) -> Dict[str, Any]:
-        """What Ryu saw: connected switches, discovered links, mismatches."""
-        names = {d: s for s, d in self.core._dpid.items()}
-        return {"connected": sorted(names.get(d, f"dpid={d:#x}") for d in self.datapaths),
-                "missing": missing_switches(self.core.topology, self.datapaths),
-                "links_discovered": len(self.links),
-                "links_down": self.link_state.view(),
-                "mismatches": list(self.mismatches)}
+        """What Ryu saw: connected switches, discovered links, mismatches, and the
+        discovery's view (``discovery``: mode, state, switches, hosts, differences,
+        missing links; :meth:`~.fabric.FabricMixin.fabric_view`)."""
+        with self._lock:
+            names = {d: s for s, d in self.core._dpid.items()}
+            return {"connected": sorted(names.get(d, f"dpid={d:#x}") for d in self.datapaths),
+                    "missing": missing_switches(self.core.topology, self.datapaths),
+                    "links_discovered": len(self.links),
+                    "links_down": self.link_state.view(),
+                    "mismatches": list(self.mismatches),
+                    "discovery": self.core.fabric_view(self.now(), list(self.datapaths),
+                                                       self.mismatches)}
+
+    def health(self) -> Dict[str, Any]:
+        """``GET /health``: :meth:`~.fabric.FabricMixin.health_view` (``status`` ok,
+        discovering or degraded, with the differences from a declared topology)."""
+        with self._lock:
+            return self.core.health_view(self.now(), list(self.datapaths), self.mismatches)
 
     def _check(self) -> None:
+        if self.core.discover_mode:
+            return  # nothing declared to check against
         msgs = self.core.check_observed(self.switch_ports, sorted(self.links))
         for m in msgs:
             if m not in self.mismatches:
@@ -329,7 +358,7 @@ class RapierController(app_manager.RyuApp):
     def switch_features(self, ev):
         """A switch connected: clear it, install defaults and its coflow rules."""
         dp = ev.msg.datapath
-        if not self.core.is_known_dpid(dp.id):
+        if not self.core.is_known_dpid(dp.id) and not self.core.discover_mode:
             LOG.error("topology mismatch: switch dpid=%#x is not in topology %s; it gets "
                       "no rules", dp.id, self.core.topology.name)
             self.switch_ports.setdefault(dp.id, None)
@@ -380,15 +409,20 @@ class RapierController(app_manager.RyuApp):
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def packet_in(self, ev):
-        """Proxy ARP: answer ARP requests for topology hosts out of the in port."""
+        """Proxy ARP, and in discover mode host learning (:meth:`~.fabric.FabricMixin.
+        packet_in`): send the frames it returns and the rules of the update."""
         msg = ev.msg
-        reply = self.core.arp_answer(bytes(msg.data))
-        if reply is None:
-            return
         dp = msg.datapath
         with self._lock:
-            self._queue_msg(dp.id, ofmsgs.packet_out(dp, msg.match["in_port"], reply))
-        self.flush([dp.id])
+            acts, outs = self.core.packet_in(dp.id, msg.match["in_port"], bytes(msg.data),
+                                             self.now())
+            dpids = self._enqueue(acts)
+            for o in outs:
+                out_dp = self.datapaths.get(o.dpid)
+                if out_dp is not None:
+                    self._queue_msg(o.dpid, ofmsgs.packet_out(out_dp, o.port, o.data))
+                    dpids.add(o.dpid)
+        self.flush(dpids)
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     def flow_stats_reply(self, ev):
@@ -436,19 +470,44 @@ class RapierController(app_manager.RyuApp):
     # -- topology discovery -------------------------------------------------------------
     @set_ev_cls(topo_event.EventSwitchEnter)
     def switch_enter(self, ev):
-        """Ryu discovered a switch: check its dpid and ports."""
+        """Ryu discovered a switch: its ports (``curr_speed``, state) go to the
+        discovery (:mod:`.discovery`); checked against a declared topology."""
         sw = ev.switch
         self.switch_ports[sw.dp.id] = [p.port_no for p in sw.ports]
         self._check()
+        ofp = getattr(sw.dp, "ofproto", None)
+        descs = getattr(sw.dp, "ports", None) or {}
+        if ofp is not None and descs:  # OFPPort descriptions (OF 1.3 port desc reply)
+            ports = [(p.port_no, getattr(p, "curr_speed", 0),
+                      not linkmod.port_is_down(ofp, -1, p.state, p.config))
+                     for p in descs.values()]
+        else:  # Ryu's Port objects only (no speed)
+            ports = [(p.port_no, 0, not getattr(p, "is_down", lambda: False)())
+                     for p in sw.ports]
+        with self._lock:
+            self.core.discovery.switch_enter(sw.dp.id, ports, self.now())
+        self._fabric_changed()
+
+    @set_ev_cls(topo_event.EventSwitchLeave)
+    def switch_leave(self, ev):
+        """Ryu lost a switch: its links and hosts are down (:mod:`.discovery`)."""
+        with self._lock:
+            self.core.discovery.switch_leave(ev.switch.dp.id, self.now())
+        self._fabric_changed()
 
     @set_ev_cls(topo_event.EventLinkAdd)
     def link_add(self, ev):
         """Ryu discovered a link (``--observe-links``): check it; a link that was
-        down is up again (:mod:`.links`)."""
+        down is up again (:mod:`.links`); the discovery learns it."""
         link = ev.link
         self.links.add((link.src.dpid, link.src.port_no, link.dst.dpid, link.dst.port_no))
         self._check()
-        self._links_changed(self.link_state.link_add(link.src.dpid, link.src.port_no))
+        with self._lock:
+            self.core.discovery.link_add(link.src.dpid, link.src.port_no, link.dst.dpid,
+                                         link.dst.port_no, self.now())
+        self._fabric_changed()
+        if not self.core.discover_mode:  # discover: missing links, above
+            self._links_changed(self.link_state.link_add(link.src.dpid, link.src.port_no))
 
     @set_ev_cls(topo_event.EventLinkDelete)
     def link_delete(self, ev):
@@ -456,17 +515,34 @@ class RapierController(app_manager.RyuApp):
         link = ev.link
         self.links.discard((link.src.dpid, link.src.port_no, link.dst.dpid,
                             link.dst.port_no))
-        self._links_changed(self.link_state.link_delete(link.src.dpid, link.src.port_no))
+        with self._lock:
+            self.core.discovery.link_delete(link.src.dpid, link.src.port_no,
+                                            link.dst.dpid, link.dst.port_no, self.now())
+        self._fabric_changed()
+        if not self.core.discover_mode:  # discover: missing links, above
+            self._links_changed(self.link_state.link_delete(link.src.dpid, link.src.port_no))
 
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
     def port_status(self, ev):
-        """A port was deleted, went down or came up (``OFPPortStatus``)."""
+        """A port was added, deleted, went down or came up (``OFPPortStatus``)."""
         msg = ev.msg
         dp, desc = msg.datapath, msg.desc
         down = linkmod.port_is_down(dp.ofproto, msg.reason, desc.state, desc.config)
         LOG.info("switch dpid=%#x port %s %s", dp.id or 0, desc.port_no,
                  "down" if down else "up")
-        self._links_changed(self.link_state.port_status(dp.id, desc.port_no, not down))
+        with self._lock:
+            self.core.discovery.port_status(
+                dp.id, desc.port_no, not down, self.now(),
+                speed_kbps=getattr(desc, "curr_speed", None),
+                deleted=msg.reason == dp.ofproto.OFPPR_DELETE)
+        self._fabric_changed()
+        if not self.core.discover_mode:  # discover: missing links, above
+            self._links_changed(self.link_state.port_status(dp.id, desc.port_no, not down))
+
+    def _fabric_changed(self) -> None:
+        """Discovery events were fed: bring the graph in force up to date
+        (:meth:`~.fabric.FabricMixin.fabric_update`) and send what it returns."""
+        self._core_call(self.core.fabric_update)
 
     def _links_changed(self, changed: bool) -> None:
         """The down-link set changed: default forwarding without the down links,
@@ -518,6 +594,7 @@ class RapierController(app_manager.RyuApp):
                         LOG.error("topology mismatch: configured switches not connected "
                                   "after 15 s: %s", ", ".join(missing))
                     self._reported_missing = True
+            self.core.fabric_state(now)  # logs "fabric stable" once it settles
             dpids = self._enqueue(acts) | set(polled)
             self.core.persist_progress(now)
             self.core.prune(now)

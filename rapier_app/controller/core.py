@@ -63,6 +63,7 @@ from ..core.model import CoflowState, FlowState, InfoPolicy, Schedule
 from .arp import build_arp_reply, parse_arp_request
 from .coexist import BACKGROUND, CoexistMixin
 from .durability import DurabilityMixin
+from .fabric import DISCOVER, FabricMixin
 from .ledger import RuleLedger
 from .progress import ProgressMixin
 from .reconcile import Repair, diff_table, entry_from_stats
@@ -77,7 +78,8 @@ from .views import ViewsMixin
 BITS = 8.0
 
 
-class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, CoexistMixin):
+class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, CoexistMixin,
+                     FabricMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
 
     Args:
@@ -137,6 +139,9 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         self._defaults = default_forwarding(topology)
         g = topology.graph
         self._dpid = {s: g.nodes[s]["dpid"] for s in topology.switches}
+        #: down and missing links (:mod:`.links`; set by :func:`.links.wrap`)
+        self.link_state = None
+        self.setup_fabric()
 
     # -- helpers ----------------------------------------------------------------
     def _log(self, level: str, msg: str, *args) -> None:
@@ -260,7 +265,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         track = self.tracks[f.flow_id]
         ip = self.ip(f.dst)
         action = None
-        for r in self._defaults[track.first_dpid][1]:
+        for r in self._defaults.get(track.first_dpid, ((), ()))[1]:
             if r.match_dict().get("ipv4_dst") == ip:
                 action = r.actions
         match = tcp_match(self.ip(f.src), ip, f.dst_port)
@@ -510,7 +515,10 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
     """
     settings.validate()
     try:
-        topo = build_topology(settings.topology, settings.link_bps)
+        if settings.topology.strip().lower() == DISCOVER:
+            topo = Topology("discovered").freeze()  # grows as switches connect
+        else:
+            topo = build_topology(settings.topology, settings.link_bps)
         if settings.path_slack is not None:
             topo.set_path_slack(settings.path_slack)
     except TopologyError as exc:

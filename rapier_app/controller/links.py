@@ -60,8 +60,12 @@ class LinkState:
         for u, v, d in g.edges(data=True):
             if u in topology.switches and "dpid" in g.nodes[u]:
                 self.by_port[(int(g.nodes[u]["dpid"]), int(d["port"]))] = (u, v)
-        #: down directed links
+        #: down directed links (port status and LLDP events)
         self.down: Set[Link] = set()
+        #: directed links that are not there although the topology has them: declared
+        #: links LLDP never saw, or discovered links gone (:mod:`.discovery`); set
+        #: whole by the core, never by events
+        self.missing: Set[Link] = set()
         #: default forwarding of the full fabric (set by :func:`wrap`)
         self.base_defaults: Optional[Dict] = None
 
@@ -71,7 +75,7 @@ class LinkState:
         switches get and reconciliation compares with) and return the rules to send.
         """
         base = self.base_defaults if self.base_defaults is not None else core._defaults
-        new, send = defaults_avoiding(self.topology, base, core._defaults, self.down)
+        new, send = defaults_avoiding(self.topology, base, core._defaults, self.all_down())
         core._defaults = new
         return send
 
@@ -108,14 +112,19 @@ class LinkState:
         (``EventLinkAdd``): the cable is up.  Returns True on a change."""
         return self.port_status(src_dpid, src_port, up=True)
 
+    def all_down(self) -> Set[Link]:
+        """Every directed link no schedule may use: :attr:`down` plus :attr:`missing`."""
+        return self.down | self.missing
+
     def down_ids(self) -> FrozenSet[int]:
-        """Indices (into ``topology.capacity``) of the down links."""
+        """Indices (into ``topology.capacity``) of the down and missing links."""
         ids = self.topology.link_ids
-        return frozenset(ids[l] for l in self.down if l in ids)
+        return frozenset(ids[l] for l in self.all_down() if l in ids)
 
     def view(self) -> List[str]:
-        """The down links as sorted ``"u-v"`` strings (for logs and the REST API)."""
-        return sorted(f"{u}-{v}" for u, v in self.down)
+        """The down and missing links as sorted ``"u-v"`` strings (for logs and the
+        REST API)."""
+        return sorted(f"{u}-{v}" for u, v in self.all_down())
 
 
 def path_is_up(topology: Topology, path, down_ids: FrozenSet[int]) -> bool:
@@ -315,6 +324,7 @@ def wrap(core, log=None) -> LinkState:
     state = LinkState(core.topology)
     state.base_defaults = core._defaults
     core.scheduler = LinkAwareScheduler(core.scheduler, state, log)
+    core.link_state = state
     return state
 
 

@@ -334,7 +334,11 @@ class RapierRestController(ControllerBase):
     @route("rapier", PREFIX + "/health", methods=["GET"])
     @rest_method
     def get_health(self, req, **_kwargs):
-        """Liveness: scheduler, topology and number of connected switches."""
+        """Liveness, and the fabric's status: ``ok``, ``discovering`` (discover mode,
+        not stable yet) or ``degraded`` (``differences`` from the declared topology)."""
+        health = getattr(self.app, "health", None)
+        if health is not None:
+            return 200, health()
         core = self.app.core
         return 200, {"ok": True, "scheduler": core.settings.scheduler,
                      "topology": core.settings.topology,

@@ -298,6 +298,7 @@ class Settings(_Fields):
         self._validate_durability()
         self._validate_security()
         self._validate_responsiveness()
+        self._validate_discovery()
         return self
 
     def _validate_broker(self) -> None:
@@ -315,6 +316,23 @@ class Settings(_Fields):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise SettingsError(f"{name}: must be an integer >= 0, got {v!r}")
+    def _validate_discovery(self) -> None:
+        """Check the discovery options (``discover_settle_s``, ``link_capacities``,
+        ``discover_host_net``)."""
+        from .discovery import DiscoveryError, parse_host_net, parse_link_capacities
+
+        v = self.discover_settle_s
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v < 0:
+            raise SettingsError(f"discover_settle_s: must be >= 0 seconds, got {v!r}")
+        for name, parse in (("link_capacities", parse_link_capacities),
+                            ("discover_host_net", parse_host_net)):
+            if not isinstance(getattr(self, name), str):
+                raise SettingsError(f"{name}: must be a string, got {getattr(self, name)!r}")
+            try:
+                parse(getattr(self, name))
+            except DiscoveryError as exc:
+                raise SettingsError(str(exc)) from None
 
     def _validate_responsiveness(self) -> None:
         """Check the responsiveness and reconciliation options (issue 14)."""
