@@ -323,7 +323,8 @@ class Emulation:
                  controller_opts: Optional[Dict[str, object]] = None,
                  start_controller: bool = True, queue_packets: Optional[int] = None,
                  rto_min_ms: Optional[float] = None, tsq_bytes: Optional[int] = None,
-                 tcp_cc: Optional[str] = None, fair_queue: Optional[int] = None):
+                 tcp_cc: Optional[str] = None, fair_queue: Optional[int] = None,
+                 mn_topo=None, observe_links: bool = False):
         if queue_packets is not None and (int(queue_packets) != queue_packets
                                           or queue_packets < 1):
             raise EmulationError(f"queue_packets: must be a positive integer, got "
@@ -357,8 +358,20 @@ class Emulation:
         self.agent_dir = agent_dir or os.path.join(self.workdir, "agents")
         self.controller_opts = dict(controller_opts or {})
         self.start_controller = start_controller
-        self.topo = DefinedTopo(topology, bw_mbps=bw_mbps)
-        self.definition = self.topo.definition
+        #: a Mininet ``Topo`` of the user's own (``mn_topo``): Mininet builds it, every
+        #: link at ``bw_mbps``; the controller runs ``topology`` (``discover``, or a
+        #: declared spec to check against it) with LLDP link discovery, hosts learn
+        #: addresses by ARP (no static entries) and :attr:`definition` is what the
+        #: controller discovered (:meth:`learn_definition`)
+        self.mn_topo = mn_topo
+        self.observe_links = bool(observe_links or mn_topo is not None
+                                  or topology == "discover")
+        if mn_topo is not None:
+            self.topo = mn_topo
+            self.definition = None
+        else:
+            self.topo = DefinedTopo(topology, bw_mbps=bw_mbps)
+            self.definition = self.topo.definition
         self.ovs = OvsDaemons()
         self.net = None
         self.ryu: Optional[subprocess.Popen] = None
@@ -419,9 +432,12 @@ class Emulation:
         if self.start_controller:
             self._start_ryu()
         t0 = time.time()
+        link = TCLink if self.bw_mbps else Link
+        if self.mn_topo is not None and self.bw_mbps:
+            link = partial(TCLink, bw=self.bw_mbps)
         self.net = Mininet(topo=self.topo,
                            switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13"),
-                           link=TCLink if self.bw_mbps else Link,
+                           link=link,
                            controller=partial(_QuietRemote, ip="127.0.0.1",
                                               port=self.of_port),
                            autoSetMacs=False, autoStaticArp=False, build=True)
@@ -437,7 +453,8 @@ class Emulation:
                     if out.strip():
                         raise EmulationError(f"gso_max_segs: ip link on {intf.name}: "
                                              f"{out.strip()}")
-        self.net.staticArp()
+        if self.mn_topo is None:
+            self.net.staticArp()
         self._tune_network()
         LOG.info("network %s up in %.1f s", self.topology, time.time() - t0)
         if self.start_controller:
@@ -565,6 +582,8 @@ class Emulation:
         cmd = [_venv_bin("ryu-manager"), "--config-file", conf,
                "--ofp-tcp-listen-port", str(self.of_port),
                "--wsapi-port", str(self.rest_port), "rapier_app.controller"]
+        if self.observe_links:
+            cmd.insert(1, "--observe-links")
         LOG.info("starting %s", " ".join(cmd))
         self.ryu = subprocess.Popen(cmd, stdout=self._log("ryu.log"), stderr=subprocess.STDOUT,
                                     env=env, cwd=REPO, start_new_session=True)
@@ -591,7 +610,12 @@ class Emulation:
             return ""
 
     def _wait_switches_connected(self, timeout_s: float = 30.0) -> None:
-        """Wait until the controller's /health counts every configured switch connected."""
+        """Wait until the controller's /health counts every configured switch connected
+        (with ``mn_topo``: every switch Mininet built, and the fabric stable, see
+        :meth:`wait_fabric`)."""
+        if self.mn_topo is not None:
+            self.wait_fabric(timeout_s)
+            return
         deadline = time.time() + timeout_s
         obj = None
         while time.time() < deadline:
@@ -607,6 +631,51 @@ class Emulation:
             time.sleep(0.3)
         raise EmulationError(f"switches did not all connect to the controller within "
                              f"{timeout_s} s (last /health: {obj})")
+
+    def wait_fabric(self, timeout_s: float = 30.0, hosts: int = 0) -> dict:
+        """Wait until every switch Mininet built is connected, LLDP saw every
+        inter-switch cable of ``mn_topo`` (both directions) and the controller calls
+        its fabric stable (``/health``: ``fabric`` ``stable``, or ``declared``), with at
+        least ``hosts`` hosts learnt.  Returns the last ``GET /topology``.
+
+        Raises:
+            EmulationError: not so within ``timeout_s`` seconds (names the last state).
+        """
+        cables = sum(1 for u, v in self.topo.links()
+                     if self.topo.isSwitch(u) and self.topo.isSwitch(v))
+        deadline = time.time() + timeout_s
+        last = None
+        while time.time() < deadline:
+            if self.ryu is not None and self.ryu.poll() is not None:
+                raise EmulationError(f"ryu-manager exited with {self.ryu.returncode}:\n"
+                                     f"{self._tail('ryu.log')}")
+            try:
+                st, topo = client.request(self.rest, "GET", REST_PREFIX + "/topology", timeout=2)
+                disc = topo["observed"]["discovery"]
+                last = {k: disc.get(k) for k in ("state", "links_present")}
+                last["connected"] = len(topo["observed"]["connected"])
+                last["hosts"] = len(disc["hosts"])
+                if st == 200 and last["connected"] >= len(self.net.switches) \
+                        and disc["links_present"] >= 2 * cables \
+                        and disc["state"] in ("stable", "declared") and last["hosts"] >= hosts:
+                    return topo
+            except (OSError, KeyError, TypeError):
+                pass
+            time.sleep(0.3)
+        raise EmulationError(f"fabric not stable within {timeout_s} s (expected "
+                             f"{len(self.net.switches)} switches, {cables} cables, "
+                             f"{hosts} hosts; last: {last}); see {self.workdir}/ryu.log")
+
+    def learn_definition(self, timeout_s: float = 30.0):
+        """Wait for a stable fabric with every Mininet host learnt (:meth:`wait_fabric`)
+        and make the controller's discovered topology :attr:`definition` (the
+        ``GET /topology`` graph, :func:`rapier_app.controller.discovery.topology_from_dict`).
+        Returns it."""
+        from rapier_app.controller.discovery import topology_from_dict
+
+        view = self.wait_fabric(timeout_s, hosts=len(self.net.hosts))
+        self.definition = topology_from_dict(view)
+        return self.definition
 
     def _start_agents(self) -> None:
         os.makedirs(self.agent_dir, exist_ok=True)

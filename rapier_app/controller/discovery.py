@@ -493,6 +493,33 @@ def missing_declared_links(declared: Topology, disc: Discovery) -> Set[Tuple[str
     return out
 
 
+def topology_from_dict(data: Mapping) -> Topology:
+    """A :class:`~topologies.Topology` back from :meth:`~topologies.Topology.to_dict`
+    (as ``GET /rapier/v1/topology`` shows it): nodes with their role, dpid, IP and MAC,
+    links with their ports and capacity (bit/s).  Hosts are indexed in address order.
+
+    Raises:
+        topologies.TopologyError: a node or link the topology refuses (named).
+        KeyError: a node or link without a required key.
+    """
+    t = Topology(str(data.get("name", "topology")))
+    nodes = list(data["nodes"])
+    for n in nodes:
+        if n["role"] != "host":
+            t.add_switch(n["name"], n["role"], int(n["dpid"]))
+    hosts = sorted((n for n in nodes if n["role"] == "host"),
+                   key=lambda n: int(ipaddress.IPv4Address(n["ip"])))
+    for n in hosts:
+        t.add_host(n["name"], ip=n["ip"], mac=n.get("mac"))
+    for link in data["links"]:
+        u, v = link["src"], link["dst"]
+        if t.graph.has_edge(u, v):
+            continue
+        Discovery._add_link(t, u, v, int(link["src_port"]), int(link["dst_port"]),
+                            float(link["capacity_bps"]))
+    return t.freeze()
+
+
 __all__ = ["DISCOVERING", "Discovery", "DiscoveryError", "EMPTY", "FALLBACK_BPS",
            "HostInfo", "PortInfo", "STABLE", "compare_declared", "missing_declared_links",
-           "parse_host_net", "parse_link_capacities"]
+           "parse_host_net", "parse_link_capacities", "topology_from_dict"]

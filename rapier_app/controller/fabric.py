@@ -338,6 +338,28 @@ class FabricMixin:
             self._sent_out[o.data] = now
         return acts, outs
 
+    def topology_file(self, now: float) -> Dict[str, Any]:
+        """``GET /topology/file``: the graph in force as a topology file, to pin a
+        discovered fabric (``topology = file:PATH``).
+
+        Returns:
+            ``{"name", "state" (the fabric's), "file" (topology-file text, or None
+            without a writer), "topology" (:meth:`~topologies.Topology.to_dict`)}``.
+        """
+        try:
+            from topologies import dump_topology
+        except ImportError:  # no topology-file writer in this tree
+            dump_topology = None
+        state = self.fabric_state(now) if self.discover_mode else "declared"
+        text = None
+        if dump_topology is not None:
+            text = dump_topology(self.topology, header=(
+                f"{self.topology.name}: saved by the RAPIER controller "
+                f"(fabric {state}, {len(self.topology.switches)} switches, "
+                f"{len(self.topology.hosts)} hosts)"))
+        return {"name": self.topology.name, "state": state, "file": text,
+                "topology": self.topology.to_dict()}
+
     def fabric_view(self, now: float, connected=(), mismatches=()) -> Dict[str, Any]:
         """The ``discovery`` part of ``GET /topology``: mode, state, what connected
         (:meth:`.discovery.Discovery.view`), the differences and missing links."""

@@ -20,9 +20,15 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         -> 200 {"finished": bool, "coflow": {...}}
                                         (a receiver has every byte of flow n; no
                                         body; done now, not at the next stats poll)
-    GET    /rapier/v1/topology         -> 200 configured topology + what Ryu observed
+    GET    /rapier/v1/topology         -> 200 the topology in force + what Ryu observed
+                                        (observed.discovery: mode, state, switches,
+                                        hosts, differences, missing links)
+    GET    /rapier/v1/topology/file    -> 200 {"name", "state", "file": topology-file
+                                        text, "topology": {...}} (pin a discovered
+                                        fabric: topology = file:PATH)
     GET    /rapier/v1/schedule         -> 200 the schedule in force
-    GET    /rapier/v1/health           -> 200 {"ok": true, ...}
+    GET    /rapier/v1/health           -> 200 {"ok": true, "status": ok|discovering|
+                                        degraded, "differences": [...], ...}
 
 Any other method on these paths is 405 (JSON, with ``Allow``); any other path under
 the prefix is a JSON 404.
@@ -325,6 +331,13 @@ class RapierRestController(ControllerBase):
         """Configured topology, hosts' attachment points, observed switches/links."""
         return 200, self.app.core.topology_view(self.app.observed())
 
+    @route("rapier", PREFIX + "/topology/file", methods=["GET"])
+    @rest_method
+    def get_topology_file(self, req, **_kwargs):
+        """The topology in force as a topology file (to pin a discovered fabric)."""
+        with self.app._lock:
+            return 200, self.app.core.topology_file(self.app.now())
+
     @route("rapier", PREFIX + "/schedule", methods=["GET"])
     @rest_method
     def get_schedule(self, req, **_kwargs):
@@ -353,6 +366,8 @@ class RapierRestController(ControllerBase):
         _not_allowed(PREFIX + "/coflows/<id>", "GET, DELETE"))
     not_allowed_topology = route("rapier", PREFIX + "/topology", methods=_OTHER)(
         _not_allowed(PREFIX + "/topology", "GET"))
+    not_allowed_topology_file = route("rapier", PREFIX + "/topology/file", methods=_OTHER)(
+        _not_allowed(PREFIX + "/topology/file", "GET"))
     not_allowed_schedule = route("rapier", PREFIX + "/schedule", methods=_OTHER)(
         _not_allowed(PREFIX + "/schedule", "GET"))
     not_allowed_health = route("rapier", PREFIX + "/health", methods=_OTHER)(

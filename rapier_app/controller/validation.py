@@ -124,6 +124,10 @@ def check_flow_count(body, max_flows: int) -> None:
                                          f"{len(flows)}")
 
 
+#: Name of the topology the controller builds with ``topology = discover``.
+DISCOVERED = "discovered"
+
+
 def resolve_host(topo: Topology, value, field_name: str) -> str:
     """Host name for ``value`` (a host name or a host's IPv4 address).
 
@@ -137,6 +141,11 @@ def resolve_host(topo: Topology, value, field_name: str) -> str:
     try:
         return topo.host_by_ip(value)
     except (TopologyError, ValueError, TypeError):
+        if topo.name == DISCOVERED:
+            raise RequestError(400, field_name, f"unknown host {short(value)}: not seen yet "
+                                                f"on the discovered fabric (a host is "
+                                                f"learnt from the first packet it sends, "
+                                                f"ARP or IPv4; ping it first)") from None
         raise RequestError(400, field_name, f"unknown host {short(value)} in topology "
                                             f"{topo.name}") from None
 
