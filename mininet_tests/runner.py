@@ -173,6 +173,25 @@ def _cleanup_leftovers(topo: DefinedTopo) -> None:
                 subprocess.run(["ip", "link", "del", name], capture_output=True)
 
 
+def _switch_side_tclink(bw_mbps: float):
+    """A Mininet link class shaping the switch side of every link at ``bw_mbps``
+    (Mbit/s) and leaving host interfaces to their agents' HTB trees, as
+    :class:`~mininet_tests.topos.DefinedTopo` shapes its links (for a ``Topo`` of the
+    user's own, whose links carry no ``bw``)."""
+    from mininet.link import TCLink
+    from mininet.node import Switch
+
+    class SwitchSideTCLink(TCLink):
+        def __init__(self, node1, node2, params1=None, params2=None, **kw):
+            p1, p2 = dict(params1 or {}), dict(params2 or {})
+            for node, p in ((node1, p1), (node2, p2)):
+                if isinstance(node, Switch):
+                    p.setdefault("bw", float(bw_mbps))
+            TCLink.__init__(self, node1, node2, params1=p1, params2=p2, **kw)
+
+    return SwitchSideTCLink
+
+
 # ---------------------------------------------------------------------------------
 # results
 # ---------------------------------------------------------------------------------
@@ -434,7 +453,7 @@ class Emulation:
         t0 = time.time()
         link = TCLink if self.bw_mbps else Link
         if self.mn_topo is not None and self.bw_mbps:
-            link = partial(TCLink, bw=self.bw_mbps)
+            link = _switch_side_tclink(self.bw_mbps)
         self.net = Mininet(topo=self.topo,
                            switch=partial(OVSSwitch, datapath="user", protocols="OpenFlow13"),
                            link=link,

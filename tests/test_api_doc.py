@@ -72,3 +72,17 @@ def test_api_page_cli_plugin_command(tmp_path, monkeypatch, capsys, clean_regist
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"baseline", "smallest-first"}
     assert out["smallest-first"]["coflows"] == 5
+
+
+def test_rest_routes_are_the_documented_ones():
+    """Every route of the controller's REST API (rest.py) is in api.md's table, and the
+    table names no other."""
+    src = open(os.path.join(ROOT, "rapier_app", "controller", "rest.py")).read()
+    routes = re.findall(r'@route\("rapier", PREFIX \+ "([^"]+)", methods=\["(\w+)"\]'
+                        r'(?:,\s*requirements=\w+)?\)\s*\n\s*@rest_method', src)
+    code = {f"{m} /rapier/v1{p}".replace("{coflow_id}", "<id>").replace("{index}", "<n>")
+            for p, m in routes}
+    text = open(DOC).read().split("## The controller's REST API", 1)[1]
+    doc = set(re.findall(r"^\| `((?:GET|POST|PUT|DELETE|PATCH) /rapier/v1[^`]*)` \|", text,
+                         flags=re.M))
+    assert len(code) == 9 and code == doc

@@ -191,6 +191,13 @@ def test_arp_for_an_unseen_host_goes_out_of_edge_ports_only_and_the_reply_back()
     assert parse_frame(outs[0].data) == {"kind": "arp", "op": 2, "src_mac": MAC[2],
                                          "src_ip": "10.0.0.2", "dst_mac": MAC[1],
                                          "dst_ip": "10.0.0.1"}
+    # h1's first IPv4 packet to h2 reaching a switch before its new rule: the
+    # controller delivers it to h2's port; to an unknown host: dropped
+    ping = ipv4_frame(MAC[1], "10.0.0.1", "10.0.0.2")
+    assert [(o.dpid, o.port, o.data) for o in core.packet_in(2, 1, ping, 5.1)[1]] == []
+    assert [(o.dpid, o.port, o.data) for o in core.packet_in(1, 3, ping, 5.1)[1]] == \
+        [(3, 4, ping)]
+    assert core.packet_in(1, 3, ipv4_frame(MAC[1], "10.0.0.1", "10.0.0.3"), 5.2)[1] == []
 
 
 def _walk(core, dpid, ip, by_dpid, seen=()):

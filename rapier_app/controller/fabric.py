@@ -300,7 +300,9 @@ class FabricMixin:
         (:meth:`.discovery.Discovery.host_seen`, then :meth:`fabric_update`); an ARP
         request for a known host is answered out of ``port``; one for an unknown host
         is sent out of every edge port but ``port``; an ARP reply goes to the
-        requester's port.  A frame the controller itself sent out of an edge port in
+        requester's port; an IPv4 packet to a known host that missed every rule
+        (its rules are still on their way to the switches) goes to that host's
+        port.  A frame the controller itself sent out of an edge port in
         the last :data:`ECHO_GUARD_S` seconds is ignored (it came back through a
         port not yet known to face a switch).
 
@@ -321,9 +323,16 @@ class FabricMixin:
         d.host_seen(pkt["src_ip"], pkt["src_mac"], dpid, port, now)
         acts = self.fabric_update(now)
         outs: List[PacketOut] = []
-        if pkt["kind"] != "arp" or pkt["src_ip"] == pkt["dst_ip"]:
-            return acts, outs
         target = d.hosts.get(pkt["dst_ip"])
+        if pkt["kind"] == "ip":
+            # an IPv4 packet that missed every rule: to a known host, the rules are
+            # on their way (it was just learnt); deliver it to its edge port
+            if target is not None and (target.dpid, target.port) != (int(dpid), int(port)):
+                outs.append(PacketOut(target.dpid, target.port, frame))
+                self._sent_out[frame] = now
+            return acts, outs
+        if pkt["src_ip"] == pkt["dst_ip"]:
+            return acts, outs
         if pkt["op"] == 1:
             if target is not None:
                 outs.append(PacketOut(dpid, port, build_arp_reply(

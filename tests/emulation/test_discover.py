@@ -54,7 +54,7 @@ def _run(mn_topo, scheduler, coflows=None):
                    controller_opts=opts, mn_topo=mn_topo) as em:
         st, health = client.request(em.rest, "GET", REST_PREFIX + "/health")
         assert st == 200 and health["fabric"] == "stable" and health["status"] == "ok", health
-        loss = em.net.pingAll(timeout=2)
+        loss = em.net.pingAll()  # as Mininet's CLI runs it (no -W)
         em.learn_definition()
         st, saved = client.request(em.rest, "GET", REST_PREFIX + "/topology/file")
         assert st == 200, saved
@@ -84,3 +84,57 @@ def test_discovered_fabric_pings_and_schedules(ovs, name, make):
     loss_b, _, _, baseline = _run(make(), "baseline", coflows)
     assert loss_b == 0.0 and len(baseline) == len(coflows)
     print(f"{name}: baseline emulated {sum(baseline) / len(baseline):.3f} s")
+
+
+class _ShortOfOneCable:
+    """A Mininet ``Topo`` of ``spec`` (names, dpids, addresses and ports as declared)
+    without the cable between the two nodes of ``skip``."""
+
+    def __new__(cls, spec, skip):
+        from mininet.topo import Topo
+
+        from mininet_tests.topos import HOST_PREFIX_LEN, dpid_hex, link_order
+        from topologies import build_topology
+
+        class Topo_(Topo):
+            def build(self):
+                d = build_topology(spec)
+                g = d.graph
+                for h in d.hosts:
+                    self.addHost(h, ip=f"{g.nodes[h]['ip']}/{HOST_PREFIX_LEN}",
+                                 mac=g.nodes[h]["mac"])
+                for s in d.switches:
+                    self.addSwitch(s, dpid=dpid_hex(g.nodes[s]["dpid"]),
+                                   protocols="OpenFlow13")
+                for u, v, pu, pv in link_order(d):
+                    if {u, v} != set(skip):
+                        self.addLink(u, v, port1=pu, port2=pv)
+
+        return Topo_()
+
+
+def test_declared_topology_that_does_not_match_is_degraded_and_avoided(ovs):
+    spec = "leafspine:2,2,2"  # spines s1 s2, leaves l1 l2 with h1 h2 / h3 h4
+    from topologies import build_topology
+
+    opts = dict(OPTS, link_bps=LINK_MBPS * 1e6 * DEFAULT_HEADROOM)
+    with Emulation(spec, scheduler="rapier", bw_mbps=LINK_MBPS, controller_opts=opts,
+                   mn_topo=_ShortOfOneCable(spec, ("l1", "s2"))) as em:
+        st, health = client.request(em.rest, "GET", REST_PREFIX + "/health")
+        assert st == 200 and health["status"] == "degraded", health
+        assert any("l1" in m and "s2" in m and "not seen" in m
+                   for m in health["differences"]), health
+        assert health["links_missing"] == ["l1-s2"]
+        assert em.net.pingAll() == 0.0
+        em.definition = build_topology(spec, LINK_MBPS * 1e6)
+        # two coflows across the leaves: every path avoids l1 - s2 (only s1 is left)
+        coflows = assign_ports(scale_sizes(wl.synthetic(em.definition, 2, 2, 0.3,
+                                                        "uniform:10,100", 3), 0.01))
+        res = em.run_coflows(coflows, timeout_s=60)
+        assert len(res.ccts) == 2
+        used = set()
+        for snap in res.schedule_timeline:
+            for a in snap["allocations"].values():
+                if a["path"]:
+                    used |= set(zip(a["path"], a["path"][1:]))
+        assert used and not used & {("l1", "s2"), ("s2", "l1")}, used
