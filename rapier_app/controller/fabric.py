@@ -297,12 +297,14 @@ class FabricMixin:
 
         Declared topology: proxy ARP from the topology (:meth:`arp_answer`).
         Discover mode: the sender is learnt if ``port`` is an edge port
-        (:meth:`.discovery.Discovery.host_seen`, then :meth:`fabric_update`); an ARP
+        (:meth:`.discovery.Discovery.host_seen`, then :meth:`fabric_update`; packets
+        from a port facing a switch teach nothing, and only IPv4 ones are
+        delivered, below); an ARP
         request for a known host is answered out of ``port``; one for an unknown host
         is sent out of every edge port but ``port``; an ARP reply goes to the
-        requester's port; an IPv4 packet to a known host that missed every rule
-        (its rules are still on their way to the switches) goes to that host's
-        port.  A frame the controller itself sent out of an edge port in
+        requester's port; an IPv4 packet to a known host that missed every rule,
+        at its first switch or further on (its rules are still on their way to the
+        switches), goes to that host's port.  A frame the controller itself sent out of an edge port in
         the last :data:`ECHO_GUARD_S` seconds is ignored (it came back through a
         port not yet known to face a switch).
 
@@ -318,10 +320,15 @@ class FabricMixin:
             return Actions(), []
         pkt = parse_frame(frame)
         d = self.discovery
-        if pkt is None or d.is_switch_port(dpid, port):
+        if pkt is None:
             return Actions(), []
-        d.host_seen(pkt["src_ip"], pkt["src_mac"], dpid, port, now)
-        acts = self.fabric_update(now)
+        transit = d.is_switch_port(dpid, port)
+        if transit and pkt["kind"] != "ip":
+            return Actions(), []
+        acts = Actions()
+        if not transit:
+            d.host_seen(pkt["src_ip"], pkt["src_mac"], dpid, port, now)
+            acts = self.fabric_update(now)
         outs: List[PacketOut] = []
         target = d.hosts.get(pkt["dst_ip"])
         if pkt["kind"] == "ip":
