@@ -422,8 +422,22 @@ class Emulation:
         return f"http://127.0.0.1:{self.rest_port}"
 
     def agent_url(self, host: str) -> str:
-        """Agent base URL of ``host`` (Unix socket)."""
+        """Agent base URL of ``host`` (Unix socket; named by the host's address with
+        ``mn_topo``, whose Mininet names need not be the controller's)."""
+        if self.mn_topo is not None:
+            return f"unix:{self.agent_dir}/{self.net[host].IP()}.sock"
         return f"unix:{self.agent_dir}/{host}.sock"
+
+    def node(self, host: str):
+        """The Mininet host of ``host`` (a name of :attr:`definition`: with
+        ``mn_topo``, the controller's name, matched to Mininet's by address)."""
+        if self.mn_topo is not None and self.definition is not None \
+                and host in self.definition.graph:
+            ip = self.definition.graph.nodes[host]["ip"]
+            for h in self.net.hosts:
+                if h.IP() == ip:
+                    return h
+        return self.net[host]
 
     def _log(self, name: str):
         fh = open(os.path.join(self.workdir, name), "w")
@@ -592,7 +606,8 @@ class Emulation:
             fh.write(controller_config(
                 self.topology, self.scheduler,
                 None if self.bw_mbps is None else self.bw_mbps * 1e6,
-                f"unix:{self.agent_dir}/{{host}}.sock" if self.enforce else "",
+                (f"unix:{self.agent_dir}/{{ip}}.sock" if self.mn_topo is not None else
+                 f"unix:{self.agent_dir}/{{host}}.sock") if self.enforce else "",
                 # the controller's database lives in the run's folder (issue 14): a
                 # restarted controller of this run reloads it, another run never does
                 dict({"state_db": os.path.join(self.workdir, "controller.sqlite3")},
@@ -700,7 +715,7 @@ class Emulation:
         os.makedirs(self.agent_dir, exist_ok=True)
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
         for h in self.net.hosts:
-            sock = os.path.join(self.agent_dir, f"{h.name}.sock")
+            sock = self.agent_url(h.name)[len("unix:"):]
             # no --iface: the agent finds the host's only interface in its namespace
             cmd = [sys.executable, "-m", "enforcement.agent", "--listen", f"unix:{sock}"]
             if not self.enforce:
@@ -792,7 +807,7 @@ class Emulation:
     def start_receiver(self, host: str, port: int, nbytes: int, out: str) -> subprocess.Popen:
         """Start a receiver of exactly ``nbytes`` bytes on ``host``:``port``; its stdout
         is a pipe carrying one ``done ...`` line when it has every byte."""
-        p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "recv",
+        p = self.node(host).popen([sys.executable, "-m", "mininet_tests.transfer", "recv",
                                   "--port", str(port), "--bytes", str(nbytes), "--out", out],
                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.transfers.append(p)
@@ -806,7 +821,7 @@ class Emulation:
         time) and sends only once released through ``go`` (a FIFO made by
         :meth:`run_coflows`, or a file to appear; see :func:`transfer.send`).
         """
-        p = self.net[host].popen([sys.executable, "-m", "mininet_tests.transfer", "send",
+        p = self.node(host).popen([sys.executable, "-m", "mininet_tests.transfer", "send",
                                   "--dst", dst_ip, "--port", str(port), "--bytes", str(nbytes),
                                   "--out", out, "--go", go, "--preconnect"]
                                  + (["--cc", self.tcp_cc] if self.tcp_cc else []),
