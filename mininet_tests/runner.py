@@ -703,12 +703,15 @@ class Emulation:
     def learn_definition(self, timeout_s: float = 30.0):
         """Wait for a stable fabric with every Mininet host learnt (:meth:`wait_fabric`)
         and make the controller's discovered topology :attr:`definition` (the
-        ``GET /topology`` graph, :func:`rapier_app.controller.discovery.topology_from_dict`).
-        Returns it."""
-        from rapier_app.controller.discovery import topology_from_dict
+        topology file of ``GET /topology/file``, read back with
+        :func:`topologies.topofile.loads_topology`).  Returns it."""
+        from topologies.topofile import loads_topology
 
-        view = self.wait_fabric(timeout_s, hosts=len(self.net.hosts))
-        self.definition = topology_from_dict(view)
+        self.wait_fabric(timeout_s, hosts=len(self.net.hosts))
+        st, saved = client.request(self.rest, "GET", REST_PREFIX + "/topology/file", timeout=5)
+        if st != 200:
+            raise EmulationError(f"GET /topology/file: {st} {saved}")
+        self.definition = loads_topology(saved["file"], "GET /topology/file")
         return self.definition
 
     def _start_agents(self) -> None:

@@ -8,13 +8,15 @@ import struct
 import pytest
 
 from rapier_app.controller.arp import build_arp_reply
-from rapier_app.controller.core import Settings, SettingsError, make_core
+from rapier_app.controller.core import make_core
+from rapier_app.controller.settings import Settings, SettingsError
 from rapier_app.controller.discovery import (DISCOVERING, EMPTY, STABLE, Discovery,
                                              DiscoveryError, compare_declared,
-                                             parse_link_capacities, topology_from_dict)
+                                             parse_link_capacities)
 from rapier_app.controller.fabric import PRIORITY_MISS, defaults_diff, parse_frame
 from rapier_app.controller.rules import FlowRule, GroupRule
-from rapier_app.controller.validation import RequestError
+from rapier_app.httpjson import RequestError
+from topologies.topofile import loads_topology
 
 MAC = {i: f"00:00:00:00:00:{i:02x}" for i in range(1, 20)}
 
@@ -325,14 +327,20 @@ def test_defaults_diff_adds_modifies_then_deletes():
     assert defaults_diff(new, new) == []
 
 
-def test_the_discovered_graph_round_trips_through_its_dict():
-    core = core_for(link_bps=10e6)
+def test_the_saved_topology_file_reads_back_as_the_same_graph():
+    core = core_for(link_bps=10e6, link_capacities="s1-s2=20e6")
     ring(core, 4)
     learn(core, 1, 1, 3)
     learn(core, 2, 3, 4)
-    back = topology_from_dict(core.topology_file(9.0)["topology"])
-    assert back.to_dict() == core.topology.to_dict()
-    assert back.hosts == core.topology.hosts
+    core.packet_in(2, 4, ipv4_frame(MAC[3], "192.168.1.3", "10.0.0.1"), 1.0)
+    saved = core.topology_file(9.0)
+    assert saved["state"] == STABLE and saved["name"] == "discovered"
+    back = loads_topology(saved["file"], "saved")
+    assert back.to_dict() == core.topology.to_dict() == saved["topology"]
+    assert back.hosts == core.topology.hosts == ["h1", "h2", "192.168.1.3"]
+    # two addresses on one edge port: the one seen last is the host there
+    learn(core, 4, 2, 4, t=10.0)
+    assert core.topology.hosts == ["h1", "h2", "h4"]
 
 
 # ---------------------------------------------------------------------------------------

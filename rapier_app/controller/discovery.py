@@ -352,7 +352,8 @@ class Discovery:
         Switches ``s<dpid>`` (role ``switch``), hosts with their IP and MAC, a link per
         known cable with the ports LLDP saw (``port`` / ``peer_port`` as the
         generated topologies have them) and one access link per host (host side port
-        1), capacities as the module docstring says.  Hosts get the integer value of
+        1; one host per edge port, the one seen there last), capacities as the module
+        docstring says.  Hosts get the integer value of
         their address as ``index`` (the ECMP group id of default forwarding), so the
         id of a host's group never changes while the fabric grows.  A cable whose
         ports were reused by another cable (re-cabling) keeps the newest only.
@@ -368,25 +369,25 @@ class Discovery:
                 continue  # parallel cables: the first (lowest ports) only
             sp = [self.ports[a[0]].get(a[1], PortInfo()).speed_bps,
                   self.ports[b[0]].get(b[1], PortInfo()).speed_bps]
-            self._add_link(t, u, v, a[1], b[1], self._capacity(u, v, sp))
+            t.add_link(u, v, self._capacity(u, v, sp), a[1], b[1])
             used[a] = used[b] = (u, v)
-        for ip in sorted(self.hosts, key=lambda x: int(ipaddress.IPv4Address(x))):
+        # one host per edge port: the one seen last there (the others moved away
+        # unseen, or share the port: they are left out until seen elsewhere)
+        on_port: Dict[Port, str] = {}
+        for ip, h in sorted(self.hosts.items(), key=lambda kv: kv[1].last_s):
+            on_port[(h.dpid, h.port)] = ip
+        for ip in sorted(on_port.values(), key=lambda x: int(ipaddress.IPv4Address(x))):
             h = self.hosts[ip]
-            if h.dpid not in self.ports:
+            if h.dpid not in self.ports or (h.dpid, h.port) in used:
                 continue
             name_h = self.host_name(ip)
             t.add_host(name_h, ip=ip, mac=h.mac)
             t.graph.nodes[name_h]["index"] = int(ipaddress.IPv4Address(ip))
             sw = self.switch_name(h.dpid)
             sp = [self.ports[h.dpid].get(h.port, PortInfo()).speed_bps]
-            self._add_link(t, name_h, sw, 1, h.port, self._capacity(name_h, sw, sp))
+            t.add_link(name_h, sw, self._capacity(name_h, sw, sp), 1, h.port)
         return t.freeze()
 
-    @staticmethod
-    def _add_link(t: Topology, u: str, v: str, pu: int, pv: int, bps: float) -> None:
-        t.add_link(u, v, bps)
-        t.graph.edges[u, v]["port"], t.graph.edges[u, v]["peer_port"] = pu, pv
-        t.graph.edges[v, u]["port"], t.graph.edges[v, u]["peer_port"] = pv, pu
 
     def down_links(self, topo: Topology) -> Set[Tuple[str, str]]:
         """Directed links of ``topo`` that are not there now: both directions of a
@@ -493,33 +494,6 @@ def missing_declared_links(declared: Topology, disc: Discovery) -> Set[Tuple[str
     return out
 
 
-def topology_from_dict(data: Mapping) -> Topology:
-    """A :class:`~topologies.Topology` back from :meth:`~topologies.Topology.to_dict`
-    (as ``GET /rapier/v1/topology`` shows it): nodes with their role, dpid, IP and MAC,
-    links with their ports and capacity (bit/s).  Hosts are indexed in address order.
-
-    Raises:
-        topologies.TopologyError: a node or link the topology refuses (named).
-        KeyError: a node or link without a required key.
-    """
-    t = Topology(str(data.get("name", "topology")))
-    nodes = list(data["nodes"])
-    for n in nodes:
-        if n["role"] != "host":
-            t.add_switch(n["name"], n["role"], int(n["dpid"]))
-    hosts = sorted((n for n in nodes if n["role"] == "host"),
-                   key=lambda n: int(ipaddress.IPv4Address(n["ip"])))
-    for n in hosts:
-        t.add_host(n["name"], ip=n["ip"], mac=n.get("mac"))
-    for link in data["links"]:
-        u, v = link["src"], link["dst"]
-        if t.graph.has_edge(u, v):
-            continue
-        Discovery._add_link(t, u, v, int(link["src_port"]), int(link["dst_port"]),
-                            float(link["capacity_bps"]))
-    return t.freeze()
-
-
 __all__ = ["DISCOVERING", "Discovery", "DiscoveryError", "EMPTY", "FALLBACK_BPS",
            "HostInfo", "PortInfo", "STABLE", "compare_declared", "missing_declared_links",
-           "parse_host_net", "parse_link_capacities", "topology_from_dict"]
+           "parse_host_net", "parse_link_capacities"]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from topologies import Topology
+from topologies.topofile import dump_topology
 
 from .arp import _mac_str, build_arp_reply
 from .discovery import (STABLE, Discovery, compare_declared, missing_declared_links,
@@ -359,20 +360,14 @@ class FabricMixin:
         discovered fabric (``topology = file:PATH``).
 
         Returns:
-            ``{"name", "state" (the fabric's), "file" (topology-file text, or None
-            without a writer), "topology" (:meth:`~topologies.Topology.to_dict`)}``.
+            ``{"name", "state" (the fabric's), "file" (topology-file text,
+            :func:`topologies.topofile.dump_topology`), "topology"
+            (:meth:`~topologies.Topology.to_dict`)}``.
         """
-        try:
-            from topologies import dump_topology
-        except ImportError:  # no topology-file writer in this tree
-            dump_topology = None
         state = self.fabric_state(now) if self.discover_mode else "declared"
-        text = None
-        if dump_topology is not None:
-            text = dump_topology(self.topology, header=(
-                f"{self.topology.name}: saved by the RAPIER controller "
-                f"(fabric {state}, {len(self.topology.switches)} switches, "
-                f"{len(self.topology.hosts)} hosts)"))
+        text = dump_topology(self.topology, header=(
+            f"{self.topology.name}: saved by the RAPIER controller (fabric {state}, "
+            f"{len(self.topology.switches)} switches, {len(self.topology.hosts)} hosts)"))
         return {"name": self.topology.name, "state": state, "file": text,
                 "topology": self.topology.to_dict()}
 

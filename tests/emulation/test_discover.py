@@ -21,11 +21,11 @@ from enforcement import client
 from mininet_tests.emulate import DEFAULT_HEADROOM
 from mininet_tests.runner import REST_PREFIX, Emulation
 from mininet_tests.workloads import HEADER_GOODPUT, assign_ports, scale_sizes
-from rapier_app.cli import apply_goodput
-from rapier_app.controller.discovery import topology_from_dict
+from rapier_app.workload_options import apply_goodput
 from rapier_app.core import workload as wl
 from rapier_app.scheduling import load_all, make_scheduler
 from rapier_app.sim.simulator import Simulator
+from topologies.topofile import loads_topology
 
 LINK_MBPS = 10.0
 #: controller options of every run: completions reported by the receivers, the
@@ -39,9 +39,10 @@ def _workload(topo):
     return assign_ports(scale_sizes(coflows, 0.01))
 
 
-def _simulate(topo_view, coflows, scheduler, goodput):
+def _simulate(saved_file, coflows, scheduler, goodput):
+    """Simulated CCTs (s) on the topology file the controller saved."""
     load_all()
-    topo = apply_goodput(topology_from_dict(topo_view), goodput)
+    topo = apply_goodput(loads_topology(saved_file, "saved"), goodput)
     return [float(x) for x in Simulator(topo, coflows, make_scheduler(scheduler, topo)).run().ccts]
 
 
@@ -60,10 +61,11 @@ def _run(mn_topo, scheduler, coflows=None):
         assert st == 200, saved
         view = saved["topology"]
         assert len(view["nodes"]) == len(em.net.hosts) + len(em.net.switches)
+        assert loads_topology(saved["file"], "saved").to_dict() == view
         if coflows is None:
             coflows = _workload(em.definition)
         res = em.run_coflows(coflows, timeout_s=120)
-        return loss, view, coflows, res.ccts
+        return loss, saved, coflows, res.ccts
 
 
 @pytest.mark.parametrize("name, make", [
@@ -71,11 +73,11 @@ def _run(mn_topo, scheduler, coflows=None):
     ("linear-4-2", lambda: LinearTopo(4, 2)),
 ])
 def test_discovered_fabric_pings_and_schedules(ovs, name, make):
-    loss, view, coflows, rapier = _run(make(), "rapier")
+    loss, saved, coflows, rapier = _run(make(), "rapier")
     assert loss == 0.0, f"{name}: pingall lost {loss} %"
-    links = [l for l in view["links"] if l["src"].startswith("s") and l["dst"].startswith("s")]
-    assert all(l["capacity_bps"] == LINK_MBPS * 1e6 * DEFAULT_HEADROOM for l in links)
-    sim = _simulate(view, coflows, "rapier", HEADER_GOODPUT)
+    caps = {l["capacity_bps"] for l in saved["topology"]["links"]}
+    assert caps == {LINK_MBPS * 1e6 * DEFAULT_HEADROOM}  # link_bps, not OVS's 10 Gbit/s
+    sim = _simulate(saved["file"], coflows, "rapier", HEADER_GOODPUT)
     emu_avg, sim_avg = sum(rapier) / len(rapier), sum(sim) / len(sim)
     print(f"{name}: rapier emulated {emu_avg:.3f} s, simulated {sim_avg:.3f} s "
           f"({emu_avg / sim_avg - 1:+.1%}); CCTs {rapier} sim {sim}")
