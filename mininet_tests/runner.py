@@ -531,7 +531,7 @@ class Emulation:
         if not self.enforce and self.bw_mbps:
             # no agent shapes the hosts' interfaces: shape them at the access link
             # rate (switchq.host_shaping_lines says why)
-            g = self.definition.graph
+            g = self.definition.graph if self.definition is not None else None
             for h in self.net.hosts:
                 lines = []
                 for intf in h.intfList():
@@ -542,7 +542,8 @@ class Emulation:
                         rate = next((g.edges[h.name, n]["capacity_bps"]
                                      for n in g.successors(h.name)
                                      if g.edges[h.name, n]["port"] == port),
-                                    self.bw_mbps * 1e6)
+                                    self.bw_mbps * 1e6) if g is not None else \
+                            self.bw_mbps * 1e6  # a Topo of the user's own: every link
                         lines += host_shaping_lines(intf.name, rate,
                                                     self.fair_queue or 0,
                                                     self.queue_packets or 100)
@@ -556,7 +557,10 @@ class Emulation:
         if self.rto_min_ms is not None:
             for h in self.net.hosts:
                 intf = h.defaultIntf()
-                net = ipaddress.ip_network(f"{h.IP()}/{self.topo.prefix_len}", strict=False)
+                # a Topo of the user's own: Mininet's address plan (its ipBase's prefix)
+                prefix = getattr(self.topo, "prefix_len", None) or \
+                    int(self.net.ipBase.split("/")[1])
+                net = ipaddress.ip_network(f"{h.IP()}/{prefix}", strict=False)
                 out = h.cmd(f"ip route replace {net} dev {intf.name} "
                             f"proto kernel scope link src {h.IP()} "
                             f"rto_min {self.rto_min_ms:g}ms")

@@ -10,7 +10,8 @@ And a controller given a declared topology that does not match the network says
 ``degraded`` on ``/health`` with the differences and schedules nothing on the
 declared links that are not there.
 
-Userspace Open vSwitch, 10 Mbit/s links, as the other emulation tests.
+Userspace Open vSwitch, 10 Mbit/s links shaped on the switch side, the network set up
+as ``rapier-emulate`` sets it up (switch-port queues, fair queueing, TCP's minimum RTO).
 """
 
 import pytest
@@ -18,7 +19,8 @@ from mininet.topo import LinearTopo
 from mininet.topolib import TreeTopo
 
 from enforcement import client
-from mininet_tests.emulate import DEFAULT_HEADROOM
+from mininet_tests.emulate import (DEFAULT_FAIR_QUEUE, DEFAULT_HEADROOM,
+                                   DEFAULT_QUEUE_PACKETS, DEFAULT_RTO_MIN_MS)
 from mininet_tests.runner import REST_PREFIX, Emulation
 from mininet_tests.workloads import HEADER_GOODPUT, assign_ports, scale_sizes
 from rapier_app.workload_options import apply_goodput
@@ -31,6 +33,9 @@ LINK_MBPS = 10.0
 #: controller options of every run: completions reported by the receivers, the
 #: fabric stable after 2 s without change
 OPTS = {"stats_interval_s": 0.1, "stats_completion": "false", "discover_settle_s": 2.0}
+#: the network as rapier-emulate sets it up (switch-port queues, fair queueing, RTO)
+NETWORK = {"queue_packets": DEFAULT_QUEUE_PACKETS, "fair_queue": DEFAULT_FAIR_QUEUE,
+           "rto_min_ms": DEFAULT_RTO_MIN_MS}
 
 
 def _workload(topo):
@@ -52,7 +57,7 @@ def _run(mn_topo, scheduler, coflows=None):
     enforce = scheduler != "baseline"
     opts = dict(OPTS, link_bps=LINK_MBPS * 1e6 * (DEFAULT_HEADROOM if enforce else 1.0))
     with Emulation("discover", scheduler=scheduler, bw_mbps=LINK_MBPS, enforce=enforce,
-                   controller_opts=opts, mn_topo=mn_topo) as em:
+                   controller_opts=opts, mn_topo=mn_topo, **NETWORK) as em:
         st, health = client.request(em.rest, "GET", REST_PREFIX + "/health")
         assert st == 200 and health["fabric"] == "stable" and health["status"] == "ok", health
         loss = em.net.pingAll()  # as Mininet's CLI runs it (no -W)
@@ -121,7 +126,7 @@ def test_declared_topology_that_does_not_match_is_degraded_and_avoided(ovs):
 
     opts = dict(OPTS, link_bps=LINK_MBPS * 1e6 * DEFAULT_HEADROOM)
     with Emulation(spec, scheduler="rapier", bw_mbps=LINK_MBPS, controller_opts=opts,
-                   mn_topo=_ShortOfOneCable(spec, ("l1", "s2"))) as em:
+                   mn_topo=_ShortOfOneCable(spec, ("l1", "s2")), **NETWORK) as em:
         st, health = client.request(em.rest, "GET", REST_PREFIX + "/health")
         assert st == 200 and health["status"] == "degraded", health
         assert any("l1" in m and "s2" in m and "not seen" in m
