@@ -110,3 +110,15 @@ def test_residual_scheduler_plans_on_the_residual_without_touching_the_topology(
     assert sched.schedule(1.0, states).allocations["a/0"].rate_bps == pytest.approx(7e6)
     assert topo.capacity.tolist() == [10e6] * 4    # the shared topology is unchanged
     assert sched.name == "rapier"                  # other attributes read through
+
+
+def test_negative_samples_are_averaged_and_the_prediction_clipped():
+    # the coflow counters lag: a window counts 2 Mbit of a scheduled flow's bytes as
+    # background, the next one 2 Mbit too few (sample -2): the EWMA keeps the sign
+    b = SiteBroker([10e6], BrokerSettings(weight=0.5))
+    b.observe(0, [0], [0])
+    b.observe(1, [1 * MB], [2 * MB])          # sample -1: ewma -1, prediction 0
+    assert b.sample_bps[0] == -1e6 and b.ewma_bps[0] == -1e6
+    assert b.prediction_bps[0] == 0.0 and b.residual_bps[0] == 10e6
+    b.observe(2, [5 * MB], [3 * MB])          # sample +3: 0.5*3 + 0.5*(-1) = 1
+    assert b.ewma_bps[0] == 1e6 and b.prediction_bps[0] == 1e6

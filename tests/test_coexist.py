@@ -110,6 +110,31 @@ def test_the_scheduled_flows_own_bytes_are_not_background():
     assert f.rate_bps == pytest.approx(9e6)
 
 
+def test_a_finished_flows_last_bytes_come_from_its_size():
+    # a flow's rules go when it finishes: its last bytes are never counted by them;
+    # they are taken as its size plus 66 bytes per 1448-byte segment
+    core = core_of()
+    topo = core.topology
+    n = len(topo.links)
+    c, _ = core.submit({"id": "a", "flows": [flow(size=1_000_000)]}, 0.0)
+    f = c.flows[0]
+    path = f.path
+    feed(core, [0] * n, 0.0)
+    core.tracks[f.flow_id].last_bytes = 500_000
+    counts = [0] * n
+    for l in topo.path_links(path):
+        counts[int(l)] = 500_000
+    feed(core, counts, 1.0)
+    assert core.report_flow_done("a", 0, 1.5)[0]
+    wire = 1_000_000 + 691 * 66   # ceil(1e6 / 1448) = 691 segments
+    for l in topo.path_links(path):
+        counts[int(l)] = wire
+    feed(core, counts, 2.0)
+    b = core.broker_feed.broker
+    assert b.sample_bps.tolist() == [0.0] * n
+    assert core.broker_feed.coflow_bytes[int(topo.path_links(path)[0])] == wire
+
+
 def test_broker_off_and_bad_options():
     core = core_of(broker=False)
     assert core.broker_feed is None

@@ -19,15 +19,17 @@ Counters (cumulative bytes per directed link of the topology):
 * scheduled bytes: every flow that has a path (a scheduled coflow flow) adds the
   growth of its first-hop rule's raw byte counter (``FlowTrack.last_bytes``, the
   same wire bytes as port counters; a counter that went back restarts from it) to
-  every link of its path.  Flows on default forwarding (fallback, small coflows)
-  add nothing: their bytes are background, as unregistered traffic's.
+  every link of its path.  A flow that finished has no rule left to count its last
+  bytes: its counter is taken as at least its size plus ``header_bytes`` per
+  1448-byte segment.  Flows on default forwarding (fallback, small coflows) add
+  nothing: their bytes are background, as unregistered traffic's.
 
-Both counters are read from the same poller round (the requests go out together;
-the flow counters are those of the latest flow-stats replies, the port counters
-those of the latest port-stats replies), so a scheduled flow's bytes appear in
-both over the same window up to the replies' spread.  What remains is background:
-other hosts' TCP, ACKs of scheduled flows on the reverse path, small coflows,
-ARP.
+The two are read at the same moment: the shell sends a switch's port-stats request
+right after its flow-stats request, the switch answers in order, and the flows
+whose first hop is that switch are counted when its port-stats reply arrives (their
+counters then come from the flow-stats reply just before it).  What remains is
+background: other hosts' TCP, ACKs of scheduled flows on the reverse path, small
+coflows, ARP.
 
 Small coflows: a coflow with ``total_bytes < small_coflow_bytes`` and at most
 ``small_coflow_width`` flows (0: any width) is not scheduled.  Its ``decision`` is
@@ -171,28 +173,38 @@ class CoexistMixin:
                         s.small_coflow_width)
 
     def broker_port_stats(self, dpid: int, entries, now: float) -> None:
-        """A port-stats reply (``(port_no, rx_bytes, tx_bytes)`` per port)."""
-        if self.broker_feed is not None:
-            self.broker_feed.port_stats(dpid, entries)
+        """A port-stats reply of switch ``dpid`` (``(port_no, rx_bytes, tx_bytes)``
+        per port): its port counters, and the counters of the flows whose first hop
+        it is (module docstring)."""
+        feed = self.broker_feed
+        if feed is None:
+            return
+        feed.port_stats(dpid, entries)
+        hdr = self.settings.header_bytes
+        flows = []
+        for c in self.coflows.values():
+            for f in c.flows:
+                tr = self.tracks.get(f.flow_id)
+                if tr is None or tr.first_dpid != dpid:
+                    continue
+                nbytes = int(tr.last_bytes)
+                if f.done:  # its rules are gone: at least its size on the wire
+                    size = f.spec.size_bytes
+                    nbytes = max(nbytes, int(size + -(-size // 1448) * hdr))
+                flows.append((f.flow_id, tuple(f.path) if f.path else None, nbytes))
+        feed.count_flows(flows)
 
     def broker_tick(self, now: float, read_s: Optional[float] = None) -> Actions:
-        """One broker observation (every ``broker_period_s``): the scheduled flows'
-        counters are added up, the broker observes them as of ``read_s`` (s, when
-        the counters were requested; default ``now``), and when the residual
+        """One broker observation (every ``broker_period_s``): the broker observes
+        the counters read so far as of ``read_s`` (s, when they were requested;
+        default ``now``), and when the residual
         capacity in force changed the active coflows are decided again at ``now``
         (the Actions)."""
         feed = self.broker_feed
         if feed is None:
             return Actions()
-        flows = []
-        for c in self.coflows.values():
-            for f in c.flows:
-                tr = self.tracks.get(f.flow_id)
-                if tr is not None:
-                    flows.append((f.flow_id, tuple(f.path) if f.path else None,
-                                  int(tr.last_bytes)))
-        feed.count_flows(flows)
-        feed.forget(fid for fid, _, _ in flows)
+        feed.forget(fid for c in self.coflows.values() for fid in
+                    (f.flow_id for f in c.flows))
         if feed.tick(now if read_s is None else read_s) and self.active():
             self._log("info", "broker: residual capacity changed (version %d); deciding "
                       "again", feed.broker.version)

@@ -15,17 +15,24 @@ cumulative byte counters to :meth:`SiteBroker.observe`.
 Measurement (per directed link ``l``, between two observations ``dt`` seconds
 apart)::
 
-    sample_l = max(0, (port_bytes_l delta - coflow_bytes_l delta) * 8 / dt)   bit/s
+    sample_l = (port_bytes_l delta - coflow_bytes_l delta) * 8 / dt   bit/s
 
 ``port_bytes_l`` counts every byte the link carried (switch port counters);
 ``coflow_bytes_l`` the bytes of scheduled coflow flows routed over ``l`` (their
 own rules' counters).  A link whose counter is unknown (NaN) or went backwards (a
-switch that reconnected) gives no sample; its prediction is kept.
+switch that reconnected) gives no sample; its prediction is kept.  A sample may
+be negative: when the coflow counters lag the port counters (Open vSwitch moves
+its datapath's counts into the OpenFlow rules' counters every few hundred
+milliseconds, while port counters are current), a window in which a scheduled
+flow slowed down or ended counts too little of it and the next window too much;
+averaging the signed samples cancels the two, where clipping each at 0 would
+leave the first as phantom background.
 
 Estimator (the EWMA, weight ``w`` on the newest sample)::
 
-    prediction_l <- sample_l                                (first sample)
-    prediction_l <- w * sample_l + (1 - w) * prediction_l   (afterwards)
+    ewma_l <- sample_l                          (first sample)
+    ewma_l <- w * sample_l + (1 - w) * ewma_l   (afterwards)
+    prediction_l = max(0, ewma_l)
 
 Residual capacity (what the schedulers see as link capacity), with ``C_l`` the
 link's capacity, ``r`` = ``reserve_fraction`` (a share of every link always left
@@ -134,8 +141,10 @@ class SiteBroker:
         links: optional (L,) link names ``(u, v)`` for :meth:`view`.
 
     Attributes:
-        sample_bps: (L,) the last measured background load (NaN: none yet).
-        prediction_bps: (L,) the EWMA (0 until a link's first sample).
+        sample_bps: (L,) the last measured background load (NaN: none yet; may be
+            negative, see the module docstring).
+        ewma_bps: (L,) the EWMA of the samples (0 until a link's first sample).
+        prediction_bps: (L,) ``max(0, ewma_bps)``, the predicted background.
         in_force_bps: (L,) the residual capacity the schedulers plan on.
         version: increments each time :attr:`in_force_bps` changes.
         observations: number of :meth:`observe` calls that measured something.
@@ -153,7 +162,7 @@ class SiteBroker:
         n = self.capacity_bps.shape[0]
         self.links = list(links) if links is not None else None
         self.sample_bps = np.full(n, np.nan)
-        self.prediction_bps = np.zeros(n)
+        self.ewma_bps = np.zeros(n)
         s = self.settings
         self.in_force_bps = residual_capacity(self.capacity_bps, self.prediction_bps,
                                               s.reserve_fraction, s.min_fraction)
@@ -162,6 +171,11 @@ class SiteBroker:
         self._seen = np.zeros(n, dtype=bool)
         self._last: Optional[Tuple[float, np.ndarray, np.ndarray]] = None
         self.last_observe_s: Optional[float] = None
+
+    @property
+    def prediction_bps(self) -> np.ndarray:
+        """(L,) the predicted background load, bit/s: ``max(0, ewma_bps)``."""
+        return np.maximum(self.ewma_bps, 0.0)
 
     @property
     def residual_bps(self) -> np.ndarray:
@@ -207,15 +221,14 @@ class SiteBroker:
             ok = np.isfinite(dp) & np.isfinite(dc) & (dp >= 0) & (dc >= 0)
         if not ok.any():
             return False
-        sample = np.maximum(dp[ok] - dc[ok], 0.0) * BITS / dt
+        sample = (dp[ok] - dc[ok]) * BITS / dt
         self.sample_bps[ok] = sample
         w = self.settings.weight
         first = ok.copy()
         first[ok] = ~self._seen[ok]
         again = ok & ~first
-        self.prediction_bps[first] = self.sample_bps[first]
-        self.prediction_bps[again] = (w * self.sample_bps[again]
-                                      + (1.0 - w) * self.prediction_bps[again])
+        self.ewma_bps[first] = self.sample_bps[first]
+        self.ewma_bps[again] = (w * self.sample_bps[again] + (1.0 - w) * self.ewma_bps[again])
         self._seen |= ok
         self.observations += 1
         return self._refresh()
