@@ -543,7 +543,7 @@ def test_kept_pass_inputs_when_several_coflows_lose_flows_at_once(name, kind,
 def test_simulator_sums_compiled_equal_bincount(seed):
     # the simulator's link-load update for changed rates and its bytes-per-coflow
     # update, compiled: bit for bit np.bincount's sums in the same order
-    from rapier_app.sim.simulator import _link_load
+    from rapier_app.sim.state import link_load as _link_load
 
     rng = np.random.default_rng(seed)
     for _ in range(100):
@@ -701,8 +701,8 @@ def test_all_links_from_path_blocks_equal_unique_of_the_paths(topology, monkeypa
 def test_simulator_event_pass_compiled_equals_numpy(seed):
     # the simulator's per-event vector work (sending mask, sticky look, selection,
     # time to finish, link loads, counters advanced, finished flows dropped),
-    # compiled: bit for bit the numpy expressions of Simulator._run
-    from rapier_app.sim.simulator import _link_load
+    # compiled: bit for bit the numpy expressions of rapier_app.sim.steps
+    from rapier_app.sim.state import link_load as _link_load
 
     rng = np.random.default_rng(100 + seed)
     for _ in range(60):

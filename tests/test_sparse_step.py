@@ -39,13 +39,13 @@ def _run(monkeypatch, sparse, topo, cfs, sched, every=1000):
     monkeypatch.setattr(simmod, "SPARSE_STEP", sparse)
     monkeypatch.setattr(simmod, "EXACT_CHECK_EVERY", every)
     calls = []
-    orig = simmod._ksim.sim_sparse_kernel
+    orig = ksim.sim_sparse_kernel
 
     def counted(*a):
         calls.append(1)
         return orig(*a)
 
-    monkeypatch.setattr(simmod._ksim, "sim_sparse_kernel", counted)
+    monkeypatch.setattr(ksim, "sim_sparse_kernel", counted)
     res = simulate(topo, cfs, sched, record_flows=True)
     return res, len(calls)
 
