@@ -87,3 +87,20 @@ def test_bad_rate_names_the_flow(value):
                               FlowSpec("f1", "c", "h3", "h4", 1e6)))
     with pytest.raises(SimulationError, match=r"rate_bps: flow f1 got rate"):
         simulate(topo, [c], _BadRate(topo, value))
+
+
+def test_a_broken_schedule_is_a_project_error_and_a_runtime_error():
+    # the steps raise their own StepError; the caller sees SimulationError, which
+    # derives from RapierError and RuntimeError, with the step's message and no
+    # StepError left in its cause
+    from rapier_app.errors import RapierError
+    from rapier_app.sim.steps import StepError
+
+    topo = build_topology("fattree:4")
+    c = CoflowSpec("c", 0.0, (FlowSpec("f0", "c", "h1", "h2", 1e6),
+                              FlowSpec("f1", "c", "h3", "h4", 1e6)))
+    with pytest.raises(SimulationError, match=r"rate_bps: flow f1 got rate") as err:
+        simulate(topo, [c], _BadRate(topo, math.nan))
+    assert type(err.value) is SimulationError
+    assert isinstance(err.value, RapierError) and isinstance(err.value, RuntimeError)
+    assert not isinstance(err.value, StepError) and err.value.__cause__ is None
