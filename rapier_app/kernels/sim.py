@@ -17,7 +17,7 @@ def load_change_kernel(glob_P, glob_len, act_idx, w, prev, load):  # pragma: no 
     """The simulator's link-load update for the flows whose rate changed: ``load +=
     np.bincount(links of the changed flows, weights=(w - prev) repeated per link,
     minlength=len(load))`` over the positions j with ``w[j] != prev[j]`` in order,
-    each flow's links in hop order (:func:`rapier_app.sim.simulator._link_load`).
+    each flow's links in hop order (:func:`rapier_app.sim.state.link_load`).
 
     Args:
         glob_P: int64 (flows x width) link ids per global flow index.
@@ -84,7 +84,7 @@ def sim_select_kernel(pos, rate_pos, act_idx, size, sent, glob_P, glob_len, prev
     """One pass of the simulator's per-event vector work over the m active
     positions, once the sending mask ``pos`` is final (paths validated).
 
-    Computes, bit for bit as the numpy code of :meth:`Simulator._run` does:
+    Computes, bit for bit as :func:`rapier_app.sim.steps._select_numpy` does:
     ``sel = np.flatnonzero(pos)``; ``rate = rate_pos[sel]``; ``gsel =
     act_idx[sel]``; ``sent_g = sent[gsel]``; ``ttf = np.maximum(size[gsel] -
     sent_g, 0.0) * 8 / rate`` (seconds to finish at the current rate); ``w =
@@ -307,7 +307,7 @@ def sim_advance_kernel(gsel, rate, sent_g, ttf, size, sent, dt,
     """The simulator's byte counters advanced by ``dt`` seconds: per sending flow k,
     finished when ``ttf[k] <= thresh`` (then its counter is its size), else
     ``sent_g[k] + rate[k] * dt / 8``; written to ``sent[gsel]`` in place.  The same
-    operations as the numpy code of :meth:`Simulator._run`.
+    operations as the numpy code of :func:`rapier_app.sim.steps.advance`.
 
     Returns:
         (new_sent float64[n] in bytes, fin int64[f]: the finished k, increasing).
