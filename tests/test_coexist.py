@@ -25,7 +25,7 @@ def flow(src="h1", dst="h2", size=10 * MBIT, port=5001):
 
 def core_of(**kw):
     s = dict(scheduler="rapier", topology="bigswitch:3", link_bps=10e6, agent_url="",
-             state_db="off")
+             state_db="off", broker=True)
     s.update(kw)
     return make_core(Settings(**s))
 
@@ -218,7 +218,7 @@ def test_app_polls_port_stats_and_feeds_the_broker():
     wsgi = WSGIApplication()
     app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
         scheduler="rapier", topology="bigswitch:3", link_bps=10e6, agent_url="",
-        state_db="off", broker_period_s=1.0))
+        state_db="off", broker=True, broker_period_s=1.0))
     dp = FakeDatapath(app.core.topology.graph.nodes["s1"]["dpid"])
     app.switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
     clock = [10.0]

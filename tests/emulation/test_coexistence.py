@@ -1,6 +1,6 @@
 """Coexistence on the emulated testbed (mininet_tests/coexist.py): an unregistered
 iperf3 TCP flow h1 -> h6 paced at 30 % of a link runs through the coflows' links.
-With the site broker on (the controller's default) the flow keeps its rate while
+With the site broker on (broker = true) the flow keeps its rate while
 the coflows run, the coflows finish as the simulator told the same background
 says, and a coflow below the size threshold goes at once on ECMP.  About 30 s."""
 
