@@ -65,3 +65,27 @@ def test_every_coflow_completes_on_the_file_fabric(ovs, workload, scheduler):
         # (baseline's TCP shares links unlike the model's max-min and may be faster)
         for e, s in zip(r["ccts_s"], r["sim_ccts_s"]):
             assert e > 0.9 * s
+
+
+def test_pingall_with_proxy_arp_on_the_file_fabric(ovs):
+    """Every host reaches every other through the controller's default forwarding on
+    the file's loops, with ARP answered by the controller (the hosts' static ARP
+    entries flushed first), and the controller sees exactly the file's switches."""
+    from enforcement import client
+    from mininet_tests.runner import REST_PREFIX, Emulation
+
+    with Emulation(SPEC, scheduler="rapier", bw_mbps=None) as em:
+        for h in em.net.hosts:
+            h.cmd("ip neigh flush nud permanent; ip neigh flush all")
+            assert "lladdr" not in h.cmd("ip neigh show")
+        loss = em.net.pingAll(timeout=2)
+        assert loss == 0.0
+        for h in em.net.hosts:  # the answers came from the controller's proxy ARP
+            assert "PERMANENT" not in h.cmd("ip neigh show")
+        st, health = client.request(em.rest, "GET", REST_PREFIX + "/health")
+        assert st == 200 and health["switches_connected"] == health["switches_configured"] == 4
+        st, topo = client.request(em.rest, "GET", REST_PREFIX + "/topology")
+        print({k: v for k, v in topo.items() if k not in ("nodes", "links", "hosts")})
+        assert st == 200 and topo["name"] == "ring-two-speeds"
+        assert topo["observed"]["connected"] == ["s1", "s2", "s3", "s4"]
+        assert topo["observed"]["missing"] == [] and topo["observed"]["mismatches"] == []
