@@ -491,11 +491,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from topologies import absolute_spec, reference_bps
 
         args.topology = absolute_spec(args.topology)
+        try:
+            ftopo = build_topology(args.topology)
+        except TopologyError as exc:
+            ap.error(str(exc))
+        multi = [h for h in ftopo.hosts if ftopo.graph.out_degree(h) > 1]
+        if multi:
+            ap.error(f"--topology: host {multi[0]} has {ftopo.graph.out_degree(multi[0])} "
+                     f"interfaces; the emulation's host agents shape one interface per "
+                     f"host")
         if args.link_mbps is None:  # the file's own speeds
-            try:
-                args.link_mbps = reference_bps(build_topology(args.topology)) / 1e6
-            except TopologyError as exc:
-                ap.error(str(exc))
+            args.link_mbps = reference_bps(ftopo) / 1e6
     if args.link_mbps is None:
         args.link_mbps = DEFAULT_LINK_MBPS
     for field, v in (("scale", scale), ("link-mbps", args.link_mbps),

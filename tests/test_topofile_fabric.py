@@ -207,3 +207,18 @@ def test_host_prefix_covers_hosts_in_different_networks(tmp_path):
     # 192.168.x.x and 172.16.0.6 share their first bit only (both start 1...)
     assert host_prefix_len(build_topology(f"file:{p}")) == 1
     assert host_prefix_len(build_topology("fattree:4")) == 8
+
+
+def test_rapier_emulate_checks_a_file_before_starting(tmp_path, capsys):
+    from mininet_tests.emulate import main
+    from rapier_app.topology_cli import main as topology_main
+
+    path = tmp_path / "fig1.yaml"
+    assert topology_main(["export", "fig1", "-o", str(path)]) == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["--topology", f"file:{path}", "--synthetic", "1,1,0"])
+    assert exc.value.code == 2
+    assert "--topology: host S has 2 interfaces" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["--topology", f"file:{tmp_path}/none.yaml", "--synthetic", "1,1,0"])
+    assert exc.value.code == 2 and "none.yaml: file: cannot read" in capsys.readouterr().err
