@@ -36,13 +36,12 @@ from topologies import Topology
 from ... import kernels
 from ...core.model import CoflowState, FlowState, Schedule
 from ...kernels import alloc as kalloc
-from ...kernels import sincronia as ksincronia
 from ...kernels import weighted as kweighted
 from ..base import Scheduler, SchedulerError
 from ..pathcache import pad_rows
 from .group import _aligned, _ConcatPaths, _Group
 from .passes import (_IN_PLACE_MAX, MAX_WEIGHTED_ROUNDS, REL_TOL, _compact, _distinct,
-                     _i64, _row_all, greedy_rates, nonzero_positions, waterfill)
+                     _row_all, greedy_groups, greedy_rates, nonzero_positions, waterfill)
 from .stack import keep_memo, restack, stack_csr, stack_memo, stack_rows, unstack
 
 
@@ -321,11 +320,11 @@ class _SeedScheduler(Scheduler):
         tol)`` (:func:`waterfill` or :func:`greedy_rates`) over their stacked link rows,
         flows in group order then flow order; each group's share (bit/s) is added to
         ``rates[id(group)]`` and ``residual`` is reduced in place.  The engine:
-        compiled (:meth:`_greedy_groups`, :meth:`_joint_waterfill_compiled`) when the
+        compiled (:func:`~.passes.greedy_groups`, :meth:`_joint_waterfill_compiled`) when the
         kernels are on, else ``alloc`` on the stacked rows; the same rates bit for
         bit."""
         if kernels.ENABLED and alloc is greedy_rates and groups:
-            self._greedy_groups(groups, residual, rates)
+            greedy_groups(groups, residual, rates, self._tol)
             return
         if kernels.ENABLED and alloc is waterfill and groups:
             r = self._joint_waterfill_compiled(groups, residual)
@@ -348,41 +347,6 @@ class _SeedScheduler(Scheduler):
             self._stacks.pop("joint", None)
             raise SchedulerError("waterfill: a flow crosses no link")
         return r
-
-    def _greedy_groups(self, groups: Sequence[_Group], residual: np.ndarray,
-                       rates: Dict[int, np.ndarray]) -> None:
-        """:func:`greedy_rates` over the groups' stacked rows, group by group on the
-        shared ``residual`` (the same row order, so the same operations), without
-        stacking them, and skipping the groups whose flows' first links, or whose
-        last links, are all saturated (:func:`~rapier_app.kernels.sincronia.next_open_group`: such a
-        group gets nothing and changes nothing).  Once the fabric is full, the rest
-        of the priority list costs one scan of its end links instead of a pass over
-        every live flow
-        (Sincronia with every coflow of the Facebook hour live at t=0, issue 16)."""
-        ends = [g.end_links() for g in groups]
-        G = len(groups)
-        fptr = np.zeros(G + 1, dtype=np.int64)
-        lptr = np.zeros(G + 1, dtype=np.int64)
-        np.cumsum([e[0].shape[0] for e in ends], out=fptr[1:])
-        np.cumsum([e[1].shape[0] for e in ends], out=lptr[1:])
-        fflat = np.concatenate([e[0] for e in ends])
-        lflat = np.concatenate([e[1] for e in ends])
-        tol = self._tol
-        mark = np.zeros(residual.shape[0], dtype=np.int8)
-        k = ksincronia.next_open_group(fflat, fptr, lflat, lptr, 0, residual, tol)
-        while k < G:
-            g = groups[k]
-            if g.n:
-                r = rates[id(g)]
-                if not (r.flags.c_contiguous and r.dtype == np.float64):
-                    r = np.zeros(g.n)
-                    ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
-                                                   ends[k][1], mark)
-                    rates[id(g)] += r
-                else:  # added in place (the rows it gives nothing keep their entry)
-                    ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
-                                                   ends[k][1], mark)
-            k = ksincronia.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
 
     def weighted_pass(self, queues: Sequence[Tuple[float, Sequence[Tuple[_Group, np.ndarray]]]],
                       residual: np.ndarray, rates: Dict[str, np.ndarray],

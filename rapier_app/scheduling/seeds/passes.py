@@ -10,7 +10,7 @@ Units: bytes for sizes, bit/s for rates, residuals and tolerances.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from ...kernels import alloc as kalloc
 from ...kernels import sincronia as ksincronia
 from ..base import SchedulerError
 from ..maxmin import dedup
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .group import _Group
 
 
 # Row reductions over a padded link matrix P (flows x path width), one column at a
@@ -355,3 +358,39 @@ def nonzero_positions(bits: np.ndarray) -> np.ndarray:
     if kernels.ENABLED:
         return kalloc.nonzero_bits_kernel(bits)
     return (bits != 0).nonzero()[0]
+
+
+def greedy_groups(groups: Sequence["_Group"], residual: np.ndarray,
+                  rates: Dict[int, np.ndarray], tol: np.ndarray) -> None:
+    """:func:`greedy_rates` over the groups' stacked rows, compiled, group by group on
+    the shared ``residual`` (bit/s, reduced in place; ``tol`` per link) in the same
+    row order, so with the same operations, without stacking them; each group's rates
+    (bit/s) are added to ``rates[id(group)]``.  Groups whose flows' first links, or
+    whose last links, are all saturated are skipped
+    (:func:`~rapier_app.kernels.sincronia.next_open_group`: such a group gets nothing
+    and changes nothing): once the fabric is full, the rest of the priority list
+    costs one scan of its end links instead of a pass over every live flow
+    (Sincronia with every coflow of the Facebook hour live at t=0)."""
+    ends = [g.end_links() for g in groups]
+    G = len(groups)
+    fptr = np.zeros(G + 1, dtype=np.int64)
+    lptr = np.zeros(G + 1, dtype=np.int64)
+    np.cumsum([e[0].shape[0] for e in ends], out=fptr[1:])
+    np.cumsum([e[1].shape[0] for e in ends], out=lptr[1:])
+    fflat = np.concatenate([e[0] for e in ends])
+    lflat = np.concatenate([e[1] for e in ends])
+    mark = np.zeros(residual.shape[0], dtype=np.int8)
+    k = ksincronia.next_open_group(fflat, fptr, lflat, lptr, 0, residual, tol)
+    while k < G:
+        g = groups[k]
+        if g.n:
+            r = rates[id(g)]
+            if not (r.flags.c_contiguous and r.dtype == np.float64):
+                r = np.zeros(g.n)
+                ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                                               ends[k][1], mark)
+                rates[id(g)] += r
+            else:  # added in place (the rows it gives nothing keep their entry)
+                ksincronia.greedy_group_kernel(_i64(g.P), residual, tol, r, ends[k][0],
+                                               ends[k][1], mark)
+        k = ksincronia.next_open_group(fflat, fptr, lflat, lptr, k + 1, residual, tol)
