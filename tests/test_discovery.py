@@ -378,3 +378,17 @@ def test_declared_links_not_seen_are_missing_and_reported():
     d.link_add(99, 1, g.nodes["l1"]["dpid"], 4, 7.0)
     diffs = compare_declared(t, d)
     assert any("dpid=0x63" in m and "not in topology" in m for m in diffs)
+
+
+def test_every_registered_scheduler_starts_empty_and_schedules_on_the_grown_fabric():
+    from rapier_app.scheduling import REGISTRY, load_all
+
+    load_all()
+    for name in sorted(REGISTRY):
+        core = core_for(scheduler=name, link_bps=10e6)  # an empty fabric at start
+        ring(core, 4)
+        learn(core, 1, 1, 3)
+        learn(core, 2, 3, 4)
+        c, _ = core.submit({"flows": [{"src": "h1", "dst": "h2", "size_bytes": 1e6,
+                                       "dst_port": 5001}]}, 5.0)
+        assert core.decision[c.coflow_id] == "scheduled", name

@@ -16,7 +16,7 @@ as ``rapier-emulate`` sets it up (switch-port queues, fair queueing, TCP's minim
 
 import pytest
 from mininet.topo import LinearTopo
-from mininet.topolib import TreeTopo
+from mininet.topolib import TorusTopo, TreeTopo
 
 from enforcement import client
 from mininet_tests.emulate import (DEFAULT_FAIR_QUEUE, DEFAULT_HEADROOM,
@@ -96,6 +96,40 @@ def test_discovered_fabric_pings_and_schedules(ovs, name, make):
     loss_b, _, _, baseline = _run(make(), "baseline", coflows)
     assert loss_b == 0.0 and len(baseline) == len(coflows)
     print(f"{name}: baseline emulated {sum(baseline) / len(baseline):.3f} s")
+
+
+def test_torus_with_loops_pings_without_a_storm(ovs):
+    """Mininet's ``TorusTopo(3, 3)``: 9 switches, 18 cables, loops everywhere (Mininet
+    says it "WILL NOT WORK" without STP): every host reaches every other, and the
+    controller saw every packet-in it had to (no flooding into the fabric)."""
+    with Emulation("discover", scheduler="rapier", bw_mbps=LINK_MBPS,
+                   controller_opts=dict(OPTS, link_bps=LINK_MBPS * 1e6),
+                   mn_topo=TorusTopo(3, 3), **NETWORK) as em:
+        assert em.net.pingAll() == 0.0
+        em.learn_definition()
+        g = em.definition.graph
+        cables = {frozenset((u, v)) for u, v in g.edges
+                  if not em.definition.is_host(u) and not em.definition.is_host(v)}
+        assert len(em.definition.switches) == 9 and len(cables) == 18
+        assert len(em.definition.hosts) == 9
+        # a second round: every pair at once on the learnt fabric
+        assert em.net.pingAll() == 0.0
+
+
+def test_every_registered_scheduler_completes_on_a_discovered_fabric(ovs):
+    """Every scheduler of the registry runs the workload to completion on
+    ``LinearTopo(4, 2)`` discovered by the controller (CCTs not compared)."""
+    load_all()
+    from rapier_app.scheduling import REGISTRY
+
+    coflows = None
+    done = {}
+    for name in sorted(REGISTRY):
+        loss, _, coflows, ccts = _run(LinearTopo(4, 2), name, coflows)
+        assert loss == 0.0 and len(ccts) == len(coflows), name
+        done[name] = round(sum(ccts) / len(ccts), 3)
+    print("average CCT (s) per scheduler on linear-4-2:", done)
+    assert len(done) == len(REGISTRY) >= 10
 
 
 class _ShortOfOneCable:

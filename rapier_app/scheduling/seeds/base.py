@@ -129,6 +129,8 @@ class _SeedScheduler(Scheduler):
         import networkx as nx
 
         g = topology.graph.to_undirected()
+        if len(g) == 0:  # an empty fabric (a controller discovering it): no path yet
+            return 2
         try:
             d = nx.diameter(g) if nx.is_connected(g) else len(g)
         except nx.NetworkXError:
