@@ -5,15 +5,21 @@
     rapier-topology export fattree:4 -o fattree4.yaml     # any spec, to a file
     rapier-topology export leafspine:3,3,3                # to stdout
     rapier-topology check configs/topologies/two-speeds.yaml
+    rapier-topology pin -o fabric.yaml                    # what the controller discovered
 
 ``export SPEC`` writes the fabric ``topologies.build_topology(SPEC)`` gives (its
 switches, dpids, hosts, IPs, MACs, ports and capacities) as a topology file
 (:mod:`topologies.topofile`, docs/topology.md); reading it back
 (``file:FILE``) gives the same graph.  ``check FILE`` reads and validates a file and
 prints one line: switches, hosts, links, link speeds and candidate-path slack.
+``pin`` asks a running controller for the topology in force (``GET
+/rapier/v1/topology/file``; with ``topology = discover``, what it discovered) and
+writes it as a topology file, to pin the fabric (``topology = file:FILE``); it refuses
+a discovered fabric that is not stable yet unless ``--any-state``.
 
 Exit status: 0 done; 2 bad arguments or a file that does not parse or validate
-(the error on stderr names the file, the line, the element and the field).
+(the error on stderr names the file, the line, the element and the field), or a
+controller that does not answer, answers an error or is not stable (``pin``).
 """
 
 from __future__ import annotations
@@ -56,6 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
                          "written into the file (default: the spec's, 0)")
     ck = sub.add_parser("check", help="read and validate a topology file")
     ck.add_argument("file", help="topology file (YAML)")
+    pn = sub.add_parser("pin", help="write the topology a running controller has in force "
+                                    "(discovered) as a topology file")
+    pn.add_argument("--controller", default="http://127.0.0.1:8080", metavar="URL",
+                    help="the controller's REST base URL (default http://127.0.0.1:8080)")
+    pn.add_argument("-o", "--output", default=None, metavar="FILE",
+                    help="output file (default: stdout)")
+    pn.add_argument("--any-state", action="store_true",
+                    help="write a discovered fabric that is not stable yet too")
+    pn.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                    help="REST timeout in seconds (default 10)")
     add_common_arguments(ap)
     return ap
 
@@ -82,6 +98,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             else:
                 sys.stdout.write(text)
             return 0
+        if args.command == "pin":
+            return _pin(args)
         spec = args.file if args.file.startswith("file:") else f"file:{args.file}"
         print(f"{args.file}: ok: {describe(build_topology(spec))}")
         return 0
@@ -91,6 +109,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as exc:
         print(f"rapier-topology: {exc}", file=sys.stderr)
         return 2
+
+
+def _pin(args) -> int:
+    """``rapier-topology pin``: GET /rapier/v1/topology/file, check, write."""
+    import os
+
+    from enforcement.client import request
+    from topologies.topofile import loads_topology
+
+    try:
+        st, saved = request(args.controller, "GET", "/rapier/v1/topology/file",
+                            timeout=args.timeout)
+    except (OSError, ValueError) as exc:
+        raise TopologyError(f"--controller: {args.controller}: {exc}") from None
+    if st != 200 or not isinstance(saved, dict) or not isinstance(saved.get("file"), str):
+        raise TopologyError(f"--controller: {args.controller}: GET /rapier/v1/topology/file "
+                            f"answered {st}: {str(saved)[:200]}")
+    if saved.get("state") not in ("stable", "declared") and not args.any_state:
+        raise TopologyError(f"state: the controller's fabric is {saved.get('state')}, not "
+                            f"stable yet (wait, or --any-state)")
+    topo = loads_topology(saved["file"], f"{args.controller} topology/file")
+    if args.output:
+        tmp = f"{args.output}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(saved["file"])
+        os.replace(tmp, args.output)
+        print(f"{args.output}: {describe(topo)}", file=sys.stderr)
+    else:
+        sys.stdout.write(saved["file"])
+    return 0
 
 
 if __name__ == "__main__":

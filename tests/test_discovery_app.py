@@ -115,3 +115,39 @@ def test_events_build_the_fabric_and_arp_goes_to_edge_ports_only(app):
     assert app.link_state.missing == {("s1", "s2"), ("s2", "s1")}
     st, health = call(app, "GET", "/rapier/v1/health")
     assert health["links_missing"] == ["s1-s2"]
+
+
+def test_rapier_topology_pin_writes_the_discovered_fabric(app, tmp_path, capsys):
+    import threading
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+    from rapier_app.topology_cli import main
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    dps = {d: FakeDatapath(d, [1, 2]) for d in (1, 2)}
+    for dp in dps.values():
+        app.switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
+        app.switch_enter(SimpleNamespace(switch=SimpleNamespace(dp=dp, ports=[])))
+    app.link_add(_link(1, 1, 2, 1))
+    app.packet_in(SimpleNamespace(msg=SimpleNamespace(
+        datapath=dps[2], match={"in_port": 2}, data=arp_request(MAC[7], "10.0.0.7", "10.0.0.1"))))
+    server = make_server("127.0.0.1", 0, app.wsgi, handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    out = tmp_path / "fabric.yaml"
+    try:
+        # not stable yet (it just changed): refused, named
+        assert main(["pin", "--controller", url, "-o", str(out)]) == 2
+        assert "state: the controller's fabric is discovering" in capsys.readouterr().err
+        assert not out.exists()
+        assert main(["pin", "--controller", url, "-o", str(out), "--any-state"]) == 0
+    finally:
+        server.shutdown()
+    topo = loads_topology(out.read_text(), str(out))
+    assert topo.switches == ["s1", "s2"] and topo.hosts == ["h7"]
+    assert topo.attachment("h7") == ("s2", 2) and topo.graph.edges["s1", "s2"]["port"] == 1
+    assert main(["pin", "--controller", "http://127.0.0.1:1"]) == 2
+    assert "--controller: http://127.0.0.1:1" in capsys.readouterr().err
