@@ -46,7 +46,7 @@ IPERF_PORT = 5999
 #: below this many bytes a coflow is background (the run's controller option)
 SMALL_BYTES = 20_000
 #: seconds the iperf3 flow runs before the coflows arrive (broker readings)
-LEAD_S = 5.0
+LEAD_S = 8.0
 #: the simulator's hand-off model of the emulated controller (docs/emulation.md)
 HANDOFF_S = 0.15
 

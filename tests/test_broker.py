@@ -16,7 +16,9 @@ MB = 125_000  # bytes in one megabit
 
 
 def test_ewma_hand_values():
-    b = SiteBroker([10e6, 10e6], BrokerSettings(weight=0.5, change_fraction=0.0))
+    # the estimator alone: every window taken (steady_fraction 0)
+    b = SiteBroker([10e6, 10e6], BrokerSettings(weight=0.5, change_fraction=0.0,
+                                                steady_fraction=0.0))
     assert not b.observe(0.0, [0, 0], [0, 0])  # the first reading only sets the base
     # t=1: link 0 carried 3 Mbit, none of it coflow: sample 3 Mbit/s = the prediction
     b.observe(1.0, [3 * MB, 0], [0, 0])
@@ -35,7 +37,7 @@ def test_ewma_hand_values():
 
 
 def test_ewma_weight_one_tracks_the_last_sample_and_weight_quarter():
-    b = SiteBroker([10e6], BrokerSettings(weight=0.25))
+    b = SiteBroker([10e6], BrokerSettings(weight=0.25, steady_fraction=0.0))
     b.observe(0, [0], [0])
     b.observe(1, [4 * MB], [0])        # first sample: 4
     b.observe(2, [4 * MB], [0])        # sample 0: 0.25*0 + 0.75*4 = 3
@@ -115,10 +117,47 @@ def test_residual_scheduler_plans_on_the_residual_without_touching_the_topology(
 def test_negative_samples_are_averaged_and_the_prediction_clipped():
     # the coflow counters lag: a window counts 2 Mbit of a scheduled flow's bytes as
     # background, the next one 2 Mbit too few (sample -2): the EWMA keeps the sign
-    b = SiteBroker([10e6], BrokerSettings(weight=0.5))
+    b = SiteBroker([10e6], BrokerSettings(weight=0.5, steady_fraction=0.0))
     b.observe(0, [0], [0])
     b.observe(1, [1 * MB], [2 * MB])          # sample -1: ewma -1, prediction 0
     assert b.sample_bps[0] == -1e6 and b.ewma_bps[0] == -1e6
     assert b.prediction_bps[0] == 0.0 and b.residual_bps[0] == 10e6
     b.observe(2, [5 * MB], [3 * MB])          # sample +3: 0.5*3 + 0.5*(-1) = 1
     assert b.ewma_bps[0] == 1e6 and b.prediction_bps[0] == 1e6
+
+
+def test_unsteady_windows_give_no_sample():
+    # steady_fraction 0.1 of 10 Mbit/s: a window whose port or scheduled rate moved
+    # by more than 1 Mbit/s since the window before is skipped on that link
+    b = SiteBroker([10e6], BrokerSettings(weight=1.0, steady_fraction=0.1))
+    b.observe(0, [0], [0])
+    b.observe(1, [3 * MB], [0])                # first window: taken, 3
+    assert b.prediction_bps[0] == 3e6
+    # a scheduled flow starts mid-window and its counter lags: port 3 + 4, counted
+    # 2 of its 4 -> the phantom sample 5 is not taken (scheduled rate 0 -> 2)
+    b.observe(2, [10 * MB], [2 * MB])
+    assert b.prediction_bps[0] == 3e6 and b.skipped[0] == 1
+    # next window: the lagging 2 arrive (scheduled 6 against 2 before): skipped too
+    b.observe(3, [17 * MB], [8 * MB])
+    assert b.prediction_bps[0] == 3e6 and b.skipped[0] == 2
+    # port 7, scheduled 4: the scheduled rate moved 6 -> 4: skipped once more
+    b.observe(4, [24 * MB], [12 * MB])
+    assert b.skipped[0] == 3
+    # steady (7 and 4 again): taken, 7 - 4 = 3
+    b.observe(5, [31 * MB], [16 * MB])
+    assert b.skipped[0] == 3 and b.sample_bps[0] == 3e6
+    # the background steps up to 5: port 7 -> 9 skips one window, then follows
+    b.observe(6, [40 * MB], [20 * MB])
+    assert b.prediction_bps[0] == 3e6 and b.skipped[0] == 4
+    b.observe(7, [49 * MB], [24 * MB])
+    assert b.prediction_bps[0] == 5e6
+
+
+def test_only_links_that_moved_change_in_force():
+    b = SiteBroker([10e6, 10e6], BrokerSettings(weight=1.0, change_fraction=0.05,
+                                                steady_fraction=0.0))
+    b.observe(0, [0, 0], [0, 0])
+    # link 0: 3 Mbit/s (30 %: in force); link 1: 0.3 (3 %: kept at 10)
+    assert b.observe(1, [3 * MB, 0.3 * MB], [0, 0])
+    assert b.in_force_bps.tolist() == [7e6, 10e6]
+    assert b.residual_bps.tolist() == [7e6, 9.7e6]

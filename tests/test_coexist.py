@@ -93,21 +93,21 @@ def test_the_scheduled_flows_own_bytes_are_not_background():
     tr = core.tracks[f.flow_id]
     feed(core, [0] * n, 0.0)
     # 1 s later the flow's first-hop rule counted 8 Mbit; its two links carried 8
-    # Mbit plus 1 Mbit of other traffic; every other link nothing
+    # Mbit plus 2 Mbit of other traffic; every other link nothing
     tr.last_bytes = 8 * MBIT
     counts = [0] * n
     for l in topo.path_links(f.path):
-        counts[int(l)] = 9 * MBIT
+        counts[int(l)] = 10 * MBIT
     feed(core, counts, 1.0)
     pred = core.broker_feed.broker.prediction_bps
     on_path = set(int(l) for l in topo.path_links(f.path))
-    assert [pred[i] for i in sorted(on_path)] == [1e6, 1e6]
+    assert [pred[i] for i in sorted(on_path)] == [2e6, 2e6]
     assert all(pred[i] == 0 for i in range(n) if i not in on_path)
-    # 1 Mbit/s on the path's links: their residual 9 (moved 10 % > 5 %): in force
+    # 2 Mbit/s on the path's links: their residual 8 (moved 20 % > 10 %): in force
     b = core.broker_feed.broker
     assert b.version == 1
-    assert [b.in_force_bps[i] for i in sorted(on_path)] == [9e6, 9e6]
-    assert f.rate_bps == pytest.approx(9e6)
+    assert [b.in_force_bps[i] for i in sorted(on_path)] == [8e6, 8e6]
+    assert f.rate_bps == pytest.approx(8e6)
 
 
 def test_a_finished_flows_last_bytes_come_from_its_size():

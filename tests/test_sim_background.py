@@ -69,16 +69,22 @@ def test_before_the_first_reading_the_network_squeezes(topo):
 
 def test_background_that_stops_returns_the_capacity(topo, tmp_path):
     # 5 Mbit/s on h1->s1 and s1->h2 until 2 s, then nothing; weight 1 (the last
-    # sample), period 1 s.  One 20 Mbit flow from 0:
+    # sample), period 1 s, steady windows only (0.1).  One 20 Mbit flow from 0:
     #   [0, 1): planned on 10, squeezed to 5 -> 5 Mbit;   tick 1: sample 5, plan on 5
     #   [1, 2): 5 -> 10 Mbit;   [2, 3): background gone, still planned on 5 -> 15 Mbit
-    #   tick 3: sample over [2, 3) = 0: plan on 10 -> last 5 Mbit in 0.5 s: CCT 3.5 s
+    #   tick 3: the port rate fell 10 -> 5: unsteady, no sample; [3, 4): 5 -> 20 Mbit:
+    #   done at 4 s (tick 4 would have seen the steady 0 and planned on 10)
     tr = tmp_path / "bg.csv"
     tr.write_text("# time_s,u,v,bps\n0,h1,s1,5e6\n0,s1,h2,5e6\n2,h1,s1,0\n2,s1,h2,0\n")
     load = parse_background(f"trace:{tr}", topo)
     assert load.times.tolist() == [0.0, 2.0]
     net = BackgroundNetwork(make_scheduler("rapier", topo), topo, load,
                             BrokerSettings(period_s=1.0, weight=1.0))
+    res = simulate(topo, [make_coflow("x", 0.0, [("h1", "h2", 20 * MBIT)])], net)
+    assert _ccts(res)["x"] == pytest.approx(4.0, rel=1e-9)
+    # the estimator alone (every window taken): tick 3 sees 0 -> last 5 Mbit at 10
+    net = BackgroundNetwork(make_scheduler("rapier", topo), topo, load,
+                            BrokerSettings(period_s=1.0, weight=1.0, steady_fraction=0.0))
     res = simulate(topo, [make_coflow("x", 0.0, [("h1", "h2", 20 * MBIT)])], net)
     assert _ccts(res)["x"] == pytest.approx(3.5, rel=1e-9)
 

@@ -61,7 +61,8 @@ def broker_settings(settings) -> BrokerSettings:
     return BrokerSettings(period_s=settings.broker_period_s, weight=settings.broker_weight,
                           reserve_fraction=settings.broker_reserve_fraction,
                           min_fraction=settings.broker_min_fraction,
-                          change_fraction=settings.broker_change_fraction)
+                          change_fraction=settings.broker_change_fraction,
+                          steady_fraction=settings.broker_steady_fraction)
 
 
 def is_small(total_bytes: float, width: int, small_bytes: int, small_width: int) -> bool:

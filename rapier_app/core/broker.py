@@ -26,7 +26,13 @@ its datapath's counts into the OpenFlow rules' counters every few hundred
 milliseconds, while port counters are current), a window in which a scheduled
 flow slowed down or ended counts too little of it and the next window too much;
 averaging the signed samples cancels the two, where clipping each at 0 would
-leave the first as phantom background.
+leave the first as phantom background.  Steady windows only: a link gives no sample
+in a window where its port rate or its scheduled flows' rate (bytes x 8 / dt)
+moved by more than ``steady_fraction`` of its capacity since the window before (a
+flow started, ended or changed rate: the lag puts part of the change in the wrong
+window); such a change skips that window and the next, and the prediction follows
+a step of the background one window later.  ``steady_fraction = 0`` takes every
+window.
 
 Estimator (the EWMA, weight ``w`` on the newest sample)::
 
@@ -40,9 +46,10 @@ to background) and ``m`` = ``min_fraction`` (coflows never get less)::
 
     residual_l = min(C_l * (1 - r), max(C_l * m, C_l - prediction_l))
 
-The residual in force (:attr:`SiteBroker.in_force_bps`) changes only when some
-link's residual moved by more than ``change_fraction * C_l`` since the residual in
-force was set: small fluctuations do not re-plan every coflow.  :attr:`version`
+The residual in force (:attr:`SiteBroker.in_force_bps`) of a link changes only when
+its residual moved by more than ``change_fraction * C_l`` since that link's
+residual in force was set: small fluctuations (the ACKs of scheduled flows, a few
+per cent of a link) do not re-plan every coflow.  :attr:`version`
 counts those changes.
 
 Units: bytes, bit/s, seconds.
@@ -81,14 +88,18 @@ class BrokerSettings:
         min_fraction: share of each link's capacity coflows always get, in
             [0, 1 - reserve_fraction].
         change_fraction: a link's residual must move by more than this share of its
-            capacity for the residual in force to change, >= 0.
+            capacity for its residual in force to change, >= 0.
+        steady_fraction: a window whose port or scheduled rate on a link moved by
+            more than this share of its capacity since the window before gives no
+            sample on that link, >= 0 (0: every window is taken).
     """
 
     period_s: float = 1.0
     weight: float = 0.5
     reserve_fraction: float = 0.0
     min_fraction: float = 0.1
-    change_fraction: float = 0.05
+    change_fraction: float = 0.1
+    steady_fraction: float = 0.05
 
     def validate(self) -> "BrokerSettings":
         """Return self.  Raises :class:`BrokerError` naming the first bad field."""
@@ -110,6 +121,8 @@ class BrokerSettings:
                               f"{1 - self.reserve_fraction:g}], got {self.min_fraction!r}")
         if not num("change_fraction") >= 0:
             raise BrokerError(f"change_fraction: must be >= 0, got {self.change_fraction!r}")
+        if not num("steady_fraction") >= 0:
+            raise BrokerError(f"steady_fraction: must be >= 0, got {self.steady_fraction!r}")
         return self
 
 
@@ -170,6 +183,10 @@ class SiteBroker:
         self.observations = 0
         self._seen = np.zeros(n, dtype=bool)
         self._last: Optional[Tuple[float, np.ndarray, np.ndarray]] = None
+        #: (port, scheduled) bit/s of each link's last window (NaN: none)
+        self._rates = (np.full(n, np.nan), np.full(n, np.nan))
+        #: per link, samples skipped as unsteady
+        self.skipped = np.zeros(n, dtype=np.int64)
         self.last_observe_s: Optional[float] = None
 
     @property
@@ -219,6 +236,16 @@ class SiteBroker:
         dc = cb - last[2]
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(dp) & np.isfinite(dc) & (dp >= 0) & (dc >= 0)
+        pr, cr = dp * BITS / dt, dc * BITS / dt
+        thr = self.settings.steady_fraction
+        if thr > 0:
+            lim = thr * self.capacity_bps
+            with np.errstate(invalid="ignore"):
+                moved = ok & ((np.abs(pr - self._rates[0]) > lim)
+                              | (np.abs(cr - self._rates[1]) > lim))
+            self._rates = (np.where(ok, pr, np.nan), np.where(ok, cr, np.nan))
+            self.skipped += moved
+            ok &= ~moved
         if not ok.any():
             return False
         sample = (dp[ok] - dc[ok]) * BITS / dt
@@ -235,9 +262,9 @@ class SiteBroker:
 
     def _refresh(self) -> bool:
         new = self.residual_bps
-        move = np.abs(new - self.in_force_bps)
-        if np.any(move > self.settings.change_fraction * self.capacity_bps):
-            self.in_force_bps = new
+        move = np.abs(new - self.in_force_bps) > self.settings.change_fraction * self.capacity_bps
+        if np.any(move):
+            self.in_force_bps = np.where(move, new, self.in_force_bps)
             self.version += 1
             return True
         return False
