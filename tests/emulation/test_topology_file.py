@@ -14,12 +14,10 @@ command's::
 every coflow completes with every byte under ``rapier`` and ``baseline``, and
 rapier's emulated average CCT is within 15 % of the simulator's on the same file.
 
-The controller runs with the site broker off (``broker = false``, also the default,
-set here explicitly): nothing but the coflows runs here and the simulator models no
-background, while the broker, when on, counted some of the coflows' own traffic as
-background on this fabric and planned on less capacity (rapier 4.69 s against 4.27 s with it off, simulated
-4.20 s, one run each at a load average of 3.2-3.7).  Measured with it off: rapier
-4.27 / 4.20 s (+1.7 %).  About 40 s.
+The controller runs with the site broker off (``broker = false``, set here
+explicitly): nothing but the coflows runs here and the simulator models no
+background.  Measured with it off: rapier 4.22-4.27 / 4.20 s (+0.6 to +1.7 %); on,
+4.25 s.  About 40 s.
 """
 
 import os
