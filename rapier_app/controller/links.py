@@ -37,6 +37,7 @@ import numpy as np
 from topologies import Topology, TopologyError
 
 from ..core.model import Allocation, Schedule
+from ..core.wrapper import SchedulerWrapper
 
 Link = Tuple[str, str]
 
@@ -202,10 +203,11 @@ def _up(topology: Topology, path, down_ids) -> bool:
         return True  # not ours to judge: the core rejects unusable paths itself
 
 
-class LinkAwareScheduler:
+class LinkAwareScheduler(SchedulerWrapper):
     """A scheduler whose schedules avoid the down links of a :class:`LinkState`.
 
-    Wraps any scheduler of :mod:`rapier_app.scheduling`; every attribute other
+    Wraps any scheduler of :mod:`rapier_app.scheduling`
+    (:class:`~rapier_app.core.wrapper.SchedulerWrapper`); every attribute other
     than :meth:`schedule` is the wrapped one's (``name``, ``clairvoyant``,
     ``next_wakeup``, ...).  The wrapped scheduler still plans on the full fabric
     (its path caches stay valid); :func:`avoid_down_links` moves what it put on a
@@ -213,14 +215,11 @@ class LinkAwareScheduler:
     """
 
     def __init__(self, inner, links: LinkState, log=None):
-        self.inner = inner
+        super().__init__(inner)
         self.links = links
         self.log = log
         self.moved = 0
         self._logged: Dict[str, Optional[tuple]] = {}
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
     def schedule(self, now: float, coflows) -> Schedule:
         """The wrapped scheduler's decision at ``now`` (s) for ``coflows``, with

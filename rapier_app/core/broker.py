@@ -65,6 +65,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import RapierError
+from .wrapper import SchedulerWrapper
 
 BITS = 8.0
 
@@ -289,12 +290,13 @@ class SiteBroker:
         return out
 
 
-class ResidualScheduler:
+class ResidualScheduler(SchedulerWrapper):
     """A scheduler that plans on the broker's residual capacity.
 
     Wraps any scheduler of :mod:`rapier_app.scheduling` as the controller's
-    :class:`~rapier_app.controller.links.LinkAwareScheduler` does; every attribute
-    other than :meth:`schedule` and :meth:`flows_finished` is the wrapped one's.
+    :class:`~rapier_app.controller.links.LinkAwareScheduler` does
+    (:class:`~rapier_app.core.wrapper.SchedulerWrapper`); every attribute other than
+    :meth:`schedule` is the wrapped one's.
     Before each decision, when :attr:`SiteBroker.version` changed since the last
     one, the wrapped scheduler gets :attr:`SiteBroker.in_force_bps` through
     :meth:`~rapier_app.scheduling.base.Scheduler.set_capacity` (its own copy of the
@@ -306,14 +308,11 @@ class ResidualScheduler:
     """
 
     def __init__(self, inner, broker: SiteBroker):
-        self.inner = inner
+        super().__init__(inner)
         self.broker = broker
         self._applied = 0  # version 0: the full-capacity residual the inner starts with
         if np.any(broker.in_force_bps != np.asarray(inner.topology.capacity, dtype=float)):
             self._applied = -1  # a floor below the capacity: apply it before deciding
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
     def schedule(self, now: float, coflows):
         """The wrapped scheduler's decision at ``now`` (s) on the residual capacity."""
@@ -322,10 +321,6 @@ class ResidualScheduler:
             self.inner.set_capacity(b.in_force_bps)
             self._applied = b.version
         return self.inner.schedule(now, coflows)
-
-    def flows_finished(self, flows) -> None:
-        """Passed on to the wrapped scheduler."""
-        self.inner.flows_finished(flows)
 
 
 def private_topology(topology):

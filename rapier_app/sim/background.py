@@ -53,6 +53,7 @@ from topologies import Topology, TopologyError
 
 from ..core.broker import BrokerSettings, ResidualScheduler, SiteBroker
 from ..core.model import Allocation, Schedule
+from ..core.wrapper import SchedulerWrapper
 from ..errors import RapierError
 
 BITS = 8.0
@@ -261,7 +262,7 @@ def parse_background(spec: str, topology: Topology, seed: int = 0) -> Background
                           f"trace:PATH, poisson:RATE,BYTES,BPS[,HORIZON_S])")
 
 
-class BackgroundNetwork:
+class BackgroundNetwork(SchedulerWrapper):
     """A scheduler run beside background traffic (module docstring).
 
     Args:
@@ -277,12 +278,13 @@ class BackgroundNetwork:
         squeezed: decisions whose rates had to be cut to fit the true background.
     """
 
+    not_forwarded = ("inner", "planner")
     volatile_schedules = False
     work_conserving = None  # a squeezed schedule leaves no room by design
 
     def __init__(self, inner, topology: Topology, load: BackgroundLoad,
                  settings: Optional[BrokerSettings] = None):
-        self.inner = inner
+        super().__init__(inner)
         self.topology = topology
         self.load = load
         self.broker = SiteBroker(topology.capacity, settings, topology.links)
@@ -290,20 +292,6 @@ class BackgroundNetwork:
         self.link_bytes = np.zeros(len(topology.capacity))
         self._tick = 1  # the next broker tick is _tick * period_s
         self.squeezed = 0
-
-    def __getattr__(self, k):
-        if k in ("inner", "planner"):
-            raise AttributeError(k)
-        return getattr(self.inner, k)
-
-    @property
-    def reads_progress(self):
-        """The inner scheduler's ``reads_progress`` (the simulator checks it)."""
-        return self.inner.reads_progress
-
-    def flows_finished(self, *a, **k):
-        """Forwarded to the inner scheduler's hook."""
-        return self.inner.flows_finished(*a, **k)
 
     def _next_tick_s(self) -> float:
         return self._tick * self.broker.settings.period_s

@@ -31,9 +31,10 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from ..core.model import Allocation, Schedule
+from ..core.wrapper import SchedulerWrapper
 
 
-class HandoffDelay:
+class HandoffDelay(SchedulerWrapper):
     """Wraps a scheduler so that rate raises take effect late (module docstring).
 
     Args:
@@ -63,7 +64,7 @@ class HandoffDelay:
                 ok = False
             if not ok:
                 raise ValueError(f"{field}: must be a number >= 0 s, got {v!r}")
-        self.inner = inner
+        super().__init__(inner)
         self.delay_s = float(delay_s)
         self.jitter_s = float(jitter_s)
         self._rng = np.random.default_rng(seed)
@@ -73,21 +74,6 @@ class HandoffDelay:
         self.pending: Dict[str, Tuple[float, tuple, float]] = {}
         self._target: Optional[dict] = None   # the inner scheduler's last decision
         self._inner_wake: Optional[float] = None
-
-    def __getattr__(self, k):
-        # only called for attributes the wrapper lacks: read the inner scheduler's
-        if k == "inner":
-            raise AttributeError(k)
-        return getattr(self.inner, k)
-
-    @property
-    def reads_progress(self):
-        """The inner scheduler's ``reads_progress`` (the simulator checks it)."""
-        return self.inner.reads_progress
-
-    def flows_finished(self, *a, **k):
-        """Forwarded to the inner scheduler's hook."""
-        return self.inner.flows_finished(*a, **k)
 
     def _due(self, now: float) -> float:
         d = self.delay_s
