@@ -43,6 +43,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 from topologies import Topology
 
 from ..errors import RapierError
+from .rules import link_mismatch
 
 #: Capacity (bit/s) of a link nothing else gives one.
 FALLBACK_BPS = 1e9
@@ -440,7 +441,8 @@ def compare_declared(declared: Topology, disc: Discovery) -> List[str]:
 
     Names: a declared switch that is not connected, a connected switch (dpid) that
     is not declared, a declared inter-switch link LLDP does not see, an observed link
-    that is not declared or whose ports differ from the declaration.  Empty when
+    that is not declared or whose ports differ from the declaration (worded as
+    :func:`~.rules.link_mismatch` words them; an undeclared cable once).  Empty when
     everything declared is there and nothing else.  (Hosts are not compared: they
     show themselves only when they send.)
     """
@@ -466,15 +468,11 @@ def compare_declared(declared: Topology, disc: Discovery) -> List[str]:
         s, d = by_dpid.get(sd), by_dpid.get(dd)
         if s is None or d is None:
             continue  # the switch is reported above
-        if not g.has_edge(s, d):
-            if sd < dd or (sd == dd and sp < dp):
-                msgs.append(f"link {s}:{sp} - {d}:{dp} is seen but not declared in "
-                            f"topology {declared.name}")
-            continue
-        e = g.edges[s, d]
-        if (e["port"], e["peer_port"]) != (sp, dp):
-            msgs.append(f"link {s} -> {d}: seen on ports {sp}->{dp}, declared "
-                        f"{e['port']}->{e['peer_port']}")
+        if not g.has_edge(s, d) and (dd, dp) <= (sd, sp):
+            continue  # an undeclared cable: reported once, from its lower end
+        msg = link_mismatch(declared, (sd, sp, dd, dp), by_dpid)
+        if msg is not None:
+            msgs.append(msg)
     return msgs
 
 

@@ -6,8 +6,8 @@ inside :class:`Actions`; :mod:`.ofmsgs` turns them into messages.  Here:
 * the constants of the rules (priorities, cookies, EtherTypes);
 * :func:`default_forwarding`: per-destination shortest paths, ECMP over OpenFlow
   ``SELECT`` groups, ARP to the controller;
-* :func:`check_observed` / :func:`missing_switches`: what Ryu discovered against the
-  configured topology;
+* :func:`check_observed` / :func:`link_mismatch` / :func:`missing_switches`: what
+  Ryu discovered against the configured topology;
 * :func:`diff_rules`: installed rules -> desired rules as adds, modifies
   (``MODIFY_STRICT`` keeps the byte counters) and deletes, in the order to send them.
 
@@ -237,19 +237,44 @@ def check_observed(topo: Topology, switch_ports: Mapping[int, Optional[Iterable[
             p = g.edges[name, n]["port"]
             if p not in have:
                 msgs.append(f"switch {name} (dpid={dpid:#x}): port {p} towards {n} is missing")
-    for sd, sp, dd, dp in links:
-        s, d = by_dpid.get(sd), by_dpid.get(dd)
-        if s is None or d is None:
-            msgs.append(f"link dpid={sd:#x}:{sp} -> dpid={dd:#x}:{dp}: unknown switch")
-            continue
-        if not g.has_edge(s, d):
-            msgs.append(f"link {s}:{sp} -> {d}:{dp} is not in topology {topo.name}")
-            continue
-        e = g.edges[s, d]
-        if (e["port"], e["peer_port"]) != (sp, dp):
-            msgs.append(f"link {s} -> {d}: observed ports {sp}->{dp}, configured "
-                        f"{e['port']}->{e['peer_port']}")
+    msgs += filter(None, (link_mismatch(topo, link, by_dpid) for link in links))
     return msgs
+
+
+def link_mismatch(topo: Topology, link: Tuple[int, int, int, int],
+                  by_dpid: Optional[Mapping[int, str]] = None) -> Optional[str]:
+    """What is wrong with one observed directed link against the configured
+    topology, or None when ``topo`` has it on these ports.
+
+    Serves :func:`check_observed` (Ryu's LLDP links against the configured fabric)
+    and :func:`~.discovery.compare_declared` (the discovered graph against a
+    declared one).
+
+    Args:
+        topo: the configured (declared) topology.
+        link: (src_dpid, src_port, dst_dpid, dst_port) as LLDP saw it.
+        by_dpid: dpid -> switch name of ``topo`` (built from ``topo`` when None).
+
+    Returns:
+        A human-readable message: a switch not in ``topo`` (``unknown switch``), a
+        link between two known switches that ``topo`` lacks (``is not in
+        topology``), or ports that differ from ``topo``'s (``observed ports ...,
+        configured ...``); None when the link is as configured.
+    """
+    if by_dpid is None:
+        by_dpid = {int(topo.graph.nodes[s]["dpid"]): s for s in topo.switches}
+    sd, sp, dd, dp = link
+    s, d = by_dpid.get(sd), by_dpid.get(dd)
+    if s is None or d is None:
+        return f"link dpid={sd:#x}:{sp} -> dpid={dd:#x}:{dp}: unknown switch"
+    g = topo.graph
+    if not g.has_edge(s, d):
+        return f"link {s}:{sp} -> {d}:{dp} is not in topology {topo.name}"
+    e = g.edges[s, d]
+    if (e["port"], e["peer_port"]) != (sp, dp):
+        return (f"link {s} -> {d}: observed ports {sp}->{dp}, configured "
+                f"{e['port']}->{e['peer_port']}")
+    return None
 
 
 def missing_switches(topo: Topology, connected: Iterable[int]) -> List[str]:
