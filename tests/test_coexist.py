@@ -15,6 +15,7 @@ from rapier_app.controller.settings import Settings, SettingsError
 
 from ryu.app.wsgi import WSGIApplication
 from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+from test_controller_fakes import FakeDatapath
 
 MBIT = 125_000  # bytes
 
@@ -195,25 +196,6 @@ def test_default_threshold_schedules_everything():
 
 
 # -- the Ryu shell ----------------------------------------------------------------------
-class FakeDatapath:
-    ofproto = ofproto_v1_3
-    ofproto_parser = ofproto_v1_3_parser
-
-    def __init__(self, dpid):
-        self.id = dpid
-        self.sent = []
-        self.xid = 0
-
-    def set_xid(self, msg):
-        self.xid += 1
-        msg.set_xid(self.xid)
-        return self.xid
-
-    def send_msg(self, msg):
-        msg.serialize()
-        self.sent.append(msg)
-
-
 def test_app_polls_port_stats_and_feeds_the_broker():
     wsgi = WSGIApplication()
     app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(

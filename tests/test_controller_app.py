@@ -26,29 +26,9 @@ from rapier_app.controller.rules import (COOKIE_TAG, COOKIE_TAG_MASK, FlowRule, 
 from rapier_app.controller.settings import Settings
 from ryu.app.wsgi import WSGIApplication
 from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+from test_controller_fakes import FakeDatapath
 
 MB = 1 << 20
-
-
-class FakeDatapath:
-    """A Ryu Datapath stand-in: OpenFlow 1.3 parser, records sent messages."""
-
-    ofproto = ofproto_v1_3
-    ofproto_parser = ofproto_v1_3_parser
-
-    def __init__(self, dpid):
-        self.id = dpid
-        self.sent = []
-        self.xid = 0
-
-    def set_xid(self, msg):
-        self.xid += 1
-        msg.set_xid(self.xid)
-        return self.xid
-
-    def send_msg(self, msg):
-        msg.serialize()  # every message must encode
-        self.sent.append(msg)
 
 
 def flow(src="h1", dst="h5", size=50 * MB, port=5001):

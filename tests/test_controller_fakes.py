@@ -1,17 +1,21 @@
-"""Test doubles for the controller tests (no tests here): fake fabric and scheduler.
+"""Test doubles for the controller tests (no tests here): fake fabric, scheduler and
+Ryu datapath.
 
 :class:`FakeFabric` applies the core's rule data (:class:`FlowRule`,
 :class:`GroupRule`) to per-switch tables and forwards a packet hop by hop through the
 topology's port map, Faucet style: tests assert "this packet reaches h5 via l1, s2,
-l2", not message bytes.
+l2", not message bytes.  :class:`FakeDatapath` stands in for a Ryu datapath in the
+tests of the Ryu shell (rapier_app.controller.app).
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rapier_app.controller.rules import FlowRule, GroupRule
 from rapier_app.core.model import Allocation, Schedule
+from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
 
 
 class FakeFabric:
@@ -134,3 +138,35 @@ class PinnedScheduler:
 
     def next_wakeup(self, now):
         return self.wakeup
+
+
+class FakeDatapath:
+    """A Ryu Datapath stand-in: OpenFlow 1.3 parser, records sent messages.
+
+    Args:
+        dpid: the datapath id.
+        ports: port numbers; when given, ``ports`` holds OFPPort-like descriptions
+            (port_no, curr_speed 10 Gbit/s in kbit/s, state 0, config 0), as Ryu's
+            datapath has after the port-description reply; when None, no ``ports``.
+    """
+
+    ofproto = ofproto_v1_3
+    ofproto_parser = ofproto_v1_3_parser
+
+    def __init__(self, dpid, ports=None):
+        self.id = dpid
+        self.sent = []
+        self.xid = 0
+        if ports is not None:
+            self.ports = {p: SimpleNamespace(port_no=p, curr_speed=10_000_000, state=0,
+                                             config=0)
+                          for p in ports}
+
+    def set_xid(self, msg):
+        self.xid += 1
+        msg.set_xid(self.xid)
+        return self.xid
+
+    def send_msg(self, msg):
+        msg.serialize()  # every message must encode
+        self.sent.append(msg)

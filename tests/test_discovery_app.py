@@ -12,33 +12,10 @@ import rapier_app.controller as controller_pkg
 from rapier_app.controller import app as app_mod
 from rapier_app.controller.settings import Settings, SettingsError
 from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+from ryu.ofproto import ofproto_v1_3_parser
+from test_controller_fakes import FakeDatapath
 from test_discovery import MAC, arp_request
 from topologies.topofile import loads_topology
-
-
-class FakeDatapath:
-    """A Ryu Datapath stand-in with port descriptions (``ports``), recording sends."""
-
-    ofproto = ofproto_v1_3
-    ofproto_parser = ofproto_v1_3_parser
-
-    def __init__(self, dpid, ports):
-        self.id = dpid
-        self.sent = []
-        self.xid = 0
-        # OFPPort-like: port_no, curr_speed (kbit/s), state, config
-        self.ports = {p: SimpleNamespace(port_no=p, curr_speed=10_000_000, state=0, config=0)
-                      for p in ports}
-
-    def set_xid(self, msg):
-        self.xid += 1
-        msg.set_xid(self.xid)
-        return self.xid
-
-    def send_msg(self, msg):
-        msg.serialize()
-        self.sent.append(msg)
 
 
 def call(app, method, path):

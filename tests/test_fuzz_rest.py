@@ -45,7 +45,7 @@ import rapier_app.controller as controller_pkg
 from enforcement import agent
 from rapier_app.controller.settings import Settings
 from ryu.app.wsgi import WSGIApplication
-from test_controller_app import FakeDatapath  # records what is sent
+from test_controller_fakes import FakeDatapath  # records what is sent
 
 TOKEN = "fuzz-token-0123456789abcdef"
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True, database=None,
