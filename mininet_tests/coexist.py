@@ -75,8 +75,8 @@ def simulate_with_background(coflows, predictions: Dict[str, float], plan_bps: f
     from rapier_app.core.broker import BrokerSettings
     from rapier_app.core.model import CoflowSpec
     from rapier_app.scheduling import load_all, make_scheduler
+    from rapier_app.sim import simulate
     from rapier_app.sim.background import BackgroundLoad, BackgroundNetwork
-    from rapier_app.sim.simulator import simulate
 
     load_all()
     topo = sim_topology("leafspine:3,3,3", plan_bps, goodput)

@@ -5,7 +5,7 @@ to its finish: the rate the controller had set for it (bit/s, from the schedule 
 run polled every 0.1 s: ``RunResult.schedule_timeline``; 0 when it had none) and the
 bytes its receiver had (linear between the receiver's own samples, taken at most
 every 0.1 s).  The simulator's timeline is the same grid read from its event log
-(:class:`rapier_app.sim.simulator.EventRecord`: rate in force and bytes sent).  A
+(:class:`rapier_app.sim.EventRecord`: rate in force and bytes sent).  A
 deviation then shows where it comes from: a late rate (push latency), a flow below
 its rate (TCP ramp-up, headers), or a late finish.
 

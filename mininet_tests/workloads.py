@@ -192,10 +192,10 @@ def simulate(spec: str, coflows: Sequence[CoflowSpec], scheduler: str, link_bps:
             decision (:class:`rapier_app.sim.handoff.HandoffDelay`; 0: at once).
 
     Returns:
-        rapier_app.sim.simulator.SimResult.
+        rapier_app.sim.SimResult.
     """
     from rapier_app.scheduling import load_all, make_scheduler
-    from rapier_app.sim.simulator import Simulator
+    from rapier_app.sim import Simulator
 
     load_all()
     topo = sim_topology(spec, link_bps, goodput)

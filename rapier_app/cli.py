@@ -41,7 +41,7 @@ from .core.model import WorkloadError
 from .core.workload import coflows_to_trace, write_trace
 from .params import ParamError, load_plugin, split_params, typed_params
 from .scheduling import REGISTRY, SchedulerError, make_scheduler, scheduler_names
-from .sim.simulator import SimulationError, Simulator
+from .sim import SimulationError, Simulator
 from .workload_options import (UsageError, add_workload_options, apply_goodput,
                                check_workload_options, fill_workload_defaults,
                                workload_from_args)
@@ -49,16 +49,6 @@ from .workload_options import (UsageError, add_workload_options, apply_goodput,
 DEFAULT_SCHEDULERS = "rapier,scheduling-only,routing-only,baseline"
 CSV_HEADER = ["scheduler", "try", "seed", "coflow_id", "arrival_s", "finish_s", "cct_s",
               "width", "total_bytes"]
-
-
-def __getattr__(name: str):
-    """``rapier_app.cli.mean_ci95`` and the other metrics, imported on first use
-    (PEP 562): ``rapier_app.sim.metrics`` imports scipy.stats, about a second that
-    would otherwise delay the first progress line."""
-    if name in ("improvement", "mean_ci95", "summarize"):
-        from .sim import metrics
-        return getattr(metrics, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,8 +19,7 @@ from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
 from rapier_app.scheduling import make_scheduler
 from rapier_app.scheduling import Scheduler
 from rapier_app.scheduling.conserve import WorkConservation
-from rapier_app.sim import simulate
-from rapier_app.sim.simulator import SimulationError
+from rapier_app.sim import SimulationError, simulate
 from topologies import build_topology
 
 from trace_file import fb_trace

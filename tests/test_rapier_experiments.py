@@ -33,13 +33,21 @@ def test_mean_ci95_hand_computed():
 
 
 def test_one_ci_function_everywhere():
-    # rapier-sim, rapier-experiment and benchmarks/sweep_claims.py share one function
+    # rapier-sim, rapier-experiment and benchmarks/sweep_claims.py share one function,
+    # defined in rapier_app.sim.metrics and imported from there (no re-export)
+    import ast
     import importlib.util
     import os
 
     import rapier_app.cli as sim_cli
+    import rapier_app.experiments.sweeps as sweeps
     from rapier_app.sim import metrics
-    assert sim_cli.mean_ci95 is metrics.mean_ci95 is mean_ci95
+    assert sweeps.mean_ci95 is metrics.mean_ci95 is mean_ci95
+    assert not hasattr(sim_cli, "mean_ci95")  # rapier-sim imports it where it uses it
+    with open(sim_cli.__file__, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    assert {(n.level, n.module) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            and "mean_ci95" in {a.name for a in n.names}} == {(1, "sim.metrics")}
     path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "sweep_claims.py")
     spec = importlib.util.spec_from_file_location("sweep_claims", path)
     mod = importlib.util.module_from_spec(spec)

@@ -6,8 +6,7 @@ import pytest
 from rapier_app.core.model import Schedule, make_coflow
 from rapier_app.scheduling import make_scheduler
 from rapier_app.scheduling import Scheduler
-from rapier_app.sim import simulate
-from rapier_app.sim.simulator import SimulationError
+from rapier_app.sim import SimulationError, simulate
 from topologies import build_topology
 
 GBIT = 1e9  # bigswitch port speed, bit/s

@@ -104,7 +104,7 @@ def test_philae_small_shuffle_one_pilot_cct():
     # run max-min: h2's uplink and h4's downlink carry two flows each -> 0.5 Gbit/s
     # for all three, 2d more: CCT = 3d.  (Two pilots, min(2, 2), gave h1->h3 and
     # h2->h4 in [0, d], then h1->h4 and h2->h3 in [d, 2d]: CCT 2d.)
-    from rapier_app.sim.simulator import simulate
+    from rapier_app.sim import simulate
     topo = build_topology("bigswitch:4")
     spec = make_coflow("S", 0.0, [(s, d, MIB) for s in ("h1", "h2") for d in ("h3", "h4")])
     res = simulate(topo, [spec], make_scheduler("philae", topo))
@@ -124,7 +124,7 @@ def test_optas_send_buffer_detects_large_flow_at_line_rate_fill():
     # threshold) is then the tiny FIFO head: runs alone [d, 2d] -> CCT 2d - 4 ms.
     # (Before issue 16 B became large only when a flow had *sent* 1 MiB, at 2d, and
     # C ran [2d, 3d].)  B: 1 MiB by d, nothing in [d, 2d], 19 MiB at 1 Gbit/s after.
-    from rapier_app.sim.simulator import simulate
+    from rapier_app.sim import simulate
     topo = build_topology("bigswitch:4")
     specs = [make_coflow("B", 0.0, [("h2", "h3", 10 * MIB), ("h2", "h3", 10 * MIB)]),
              make_coflow("C", 0.004, [("h2", "h3", MIB)])]
@@ -167,7 +167,7 @@ def test_sincronia_ordered_coflows_keep_their_place():
     # (Re-selecting among all live coflows, the pre-issue-16 reading, put both in
     # epoch 1's BSSI order, Y (0.3 s left) before X (0.5 s left): Y [1, 1.3],
     # X ends at 1.8: CCTs 1.8 and 0.8.)
-    from rapier_app.sim.simulator import simulate
+    from rapier_app.sim import simulate
     topo = build_topology("bigswitch:2")
     byte_s = GBPS / 8
     specs = [make_coflow("X", 0.0, [("h1", "h2", 1.5 * byte_s)]),

@@ -15,7 +15,7 @@ from rapier_app.scheduling import SchedulerError
 from rapier_app.scheduling.seeds.aalo import Aalo
 from rapier_app.scheduling.seeds.passes import MIB, greedy_rates, waterfill
 from rapier_app.scheduling.seeds.sincronia import bssi_lp_select, bssi_order, orphan_order
-from rapier_app.sim.simulator import simulate
+from rapier_app.sim import simulate
 
 GBPS = 1e9
 SEEDS = ["fifo", "aalo", "philae", "sincronia", "sincronia-immediate", "sincronia-maxmin",

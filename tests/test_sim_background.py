@@ -10,9 +10,9 @@ from rapier_app.cli import main
 from rapier_app.core.broker import BrokerSettings
 from rapier_app.core.model import make_coflow
 from rapier_app.scheduling import load_all, make_scheduler
+from rapier_app.sim import simulate
 from rapier_app.sim.background import (BackgroundError, BackgroundLoad, BackgroundNetwork,
                                        parse_background)
-from rapier_app.sim.simulator import simulate
 from topologies import build_topology
 
 MBIT = 1e6 / 8  # bytes

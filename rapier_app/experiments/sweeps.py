@@ -103,7 +103,7 @@ def run_point(experiment: str, fabric_name: str, x: float, seed: int,
     """Run every scheme once on one point; return one row (RUN_FIELDS) per scheme.
 
     ``reschedule_on`` ("flow", "coflow" or None for each scheduler's own rule) is
-    passed to the simulator (:class:`~rapier_app.sim.simulator.Simulator`).
+    passed to the simulator (:class:`~rapier_app.sim.Simulator`).
 
     The lower bound (:func:`rapier_app.sim.bounds.coflow_lower_bounds`, averaged) is
     computed once per point.  Raises what the simulator or a scheduler raises.

@@ -44,7 +44,7 @@ class Scheduler:
             whose enforcement reacts at once, like TCP fair sharing or host
             priorities) or ``"coflow"`` (coflow completions only: a centralised
             rate allocator such as RAPIER's Algorithm 1 or Varys's).  The simulator
-            follows it (see :class:`~rapier_app.sim.simulator.Simulator`).
+            follows it (see :class:`~rapier_app.sim.Simulator`).
         rates_pushed: whether the scheme's rates stand for limits a controller
             pushes to host agents (default True).  False for TCP fair sharing
             (``baseline``, ``fair``): its rates model what TCP reaches by itself,

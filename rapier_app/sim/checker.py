@@ -1,7 +1,7 @@
 """An independent checker of simulated schedules (issue 17).
 
 Given the topology, the workload (:class:`~rapier_app.core.model.CoflowSpec` list) and
-the simulator's event log (one :class:`~rapier_app.sim.simulator.EventRecord`, or the
+the simulator's event log (one :class:`~rapier_app.sim.EventRecord`, or the
 equivalent JSON object, per decision point), :func:`check_schedule` recomputes from
 scratch everything a correct run must satisfy and returns every violation it finds.
 It shares no accounting with the simulator: it does not import the simulator's load,

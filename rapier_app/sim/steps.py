@@ -1,6 +1,6 @@
 """The phases of one simulator event.
 
-:class:`~rapier_app.sim.simulator.Simulator` runs a loop of events (coflow
+:class:`~rapier_app.sim.Simulator` runs a loop of events (coflow
 arrivals, flow completions, a scheduler's wake-ups).  At each one it
 
 1. admits the coflows that arrived (:func:`admit`), then syncs the positions of

@@ -26,7 +26,7 @@ from mininet_tests.workloads import HEADER_GOODPUT, assign_ports, scale_sizes
 from rapier_app.workload_options import apply_goodput
 from rapier_app.core import workload as wl
 from rapier_app.scheduling import load_all, make_scheduler
-from rapier_app.sim.simulator import Simulator
+from rapier_app.sim import Simulator
 from topologies.topofile import loads_topology
 
 LINK_MBPS = 10.0
