@@ -2,12 +2,15 @@
 residual capacity with its floors, and the scheduler wrapper that plans on it.
 Every expected value is computed by hand in the comments."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from rapier_app.core.broker import (BrokerError, BrokerSettings, ResidualScheduler,
                                     SiteBroker, residual_capacity)
 from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
+from rapier_app.core.wrapper import SchedulerWrapper
 from rapier_app.errors import RapierError
 from rapier_app.scheduling import load_all, make_scheduler
 from topologies import build_topology
@@ -112,6 +115,29 @@ def test_residual_scheduler_plans_on_the_residual_without_touching_the_topology(
     assert sched.schedule(1.0, states).allocations["a/0"].rate_bps == pytest.approx(7e6)
     assert topo.capacity.tolist() == [10e6] * 4    # the shared topology is unchanged
     assert sched.name == "rapier"                  # other attributes read through
+
+
+def test_scheduler_wrapper_forwards_what_it_does_not_define():
+    class Inner:
+        name, reads_progress = "inner", "coflow"
+        finished = []
+
+        def flows_finished(self, flows):
+            self.finished.append(flows)
+
+    w = SchedulerWrapper(Inner())
+    assert (w.name, w.reads_progress) == ("inner", "coflow")
+    w.flows_finished(["f"])
+    assert Inner.finished == [["f"]]
+    # the hook is optional: an inner scheduler without one is not called
+    bare = SchedulerWrapper(SimpleNamespace(name="bare"))
+    assert bare.flows_finished(["f"]) is None and bare.name == "bare"
+    with pytest.raises(AttributeError):
+        bare.clairvoyant
+    # a wrapper rebuilt without __init__ (copy, pickle) does not recurse
+    empty = SchedulerWrapper.__new__(SchedulerWrapper)
+    with pytest.raises(AttributeError):
+        empty.name
 
 
 def test_negative_samples_are_averaged_and_the_prediction_clipped():

@@ -378,6 +378,13 @@ def test_declared_links_not_seen_are_missing_and_reported():
     d.link_add(99, 1, g.nodes["l1"]["dpid"], 4, 7.0)
     diffs = compare_declared(t, d)
     assert any("dpid=0x63" in m and "not in topology" in m for m in diffs)
+    # a cable between two declared switches that the declaration lacks: one message
+    # for both directions, worded as check_observed words an observed link
+    l1, l2 = g.nodes["l1"]["dpid"], g.nodes["l2"]["dpid"]
+    d.link_add(l2, 4, l1, 4, 8.0)
+    d.link_add(l1, 4, l2, 4, 8.0)
+    extra = [m for m in compare_declared(t, d) if "l2" in m and "l1" in m]
+    assert extra == [f"link l1:4 -> l2:4 is not in topology {t.name}"]
 
 
 def test_every_registered_scheduler_starts_empty_and_schedules_on_the_grown_fabric():
