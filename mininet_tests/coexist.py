@@ -35,9 +35,8 @@ import time
 from typing import Dict, List, Optional
 
 from enforcement import client
-from .emulate import DEFAULT_HEADROOM, controller_named
 from .runner import REST_PREFIX, Emulation, EmulationError, stop_pid
-from .workloads import HEADER_GOODPUT, sim_topology
+from .workloads import DEFAULT_HEADROOM, HEADER_GOODPUT, controller_named, sim_topology
 
 #: the scaled testbed's sizes (Table II x this): CCTs of 1.5-6 s alone
 SCALE = 1.0 / 3200

@@ -58,7 +58,7 @@ from rapier_app.workload_options import add_workload_options, apply_goodput, par
 
 from .switchq import DEFAULT_BUCKETS, SwitchQueueError, check_buckets
 from .transfer import available_congestion_controls
-from .workloads import HEADER_GOODPUT, MAX_FLOWS
+from .workloads import DEFAULT_HEADROOM, HEADER_GOODPUT, MAX_FLOWS, controller_named
 
 #: Default link speed of the emulation, Mbit/s.
 DEFAULT_LINK_MBPS = 10.0
@@ -70,8 +70,6 @@ FABRIC_SCHEDULERS = ("rapier", "scheduling-only", "routing-only", "baseline")
 #: Default size scale on the fabrics: with 10 Mbit/s links (1/100 of 1 Gbit/s) every
 #: transfer takes the time the unscaled workload takes in the simulator at 1 Gbit/s.
 DEFAULT_FABRIC_SCALE = 0.01
-#: Share of the shaped link speed the controller plans with (enforcing schedulers).
-DEFAULT_HEADROOM = 0.95
 #: The controller's flow-statistics period in the emulation (its default is 0.5 s).
 DEFAULT_STATS_INTERVAL_S = 0.1
 #: ``rapier-emulate``'s switch-port queue limit (packets; 120 ms at 10 Mbit/s) and
@@ -87,24 +85,6 @@ DEFAULT_TCP_CC = "default"
 #: ``rapier-emulate``'s fair-queueing buckets per switch port (0: one FIFO).
 DEFAULT_FAIR_QUEUE = DEFAULT_BUCKETS
 LOG = logging.getLogger("rapier-emulate")
-
-
-def controller_named(coflows: Sequence) -> list:
-    """The workload with flow ids as the controller names them: ``<coflow>/<n>``, n from 0.
-
-    ``testbed_workload`` numbers flows as Table II does (``1/1``..``3/7``); the
-    controller names a submitted coflow's flows by their index.  ECMP (``baseline``)
-    hashes the flow id, so the simulator must use the controller's names to draw the
-    same paths as the emulated run.
-    """
-    from rapier_app.core.model import CoflowSpec, FlowSpec
-
-    out = []
-    for c in coflows:
-        flows = tuple(FlowSpec(f"{c.coflow_id}/{n}", c.coflow_id, f.src, f.dst, f.size_bytes,
-                               f.dst_port) for n, f in enumerate(c.flows))
-        out.append(CoflowSpec(c.coflow_id, c.arrival_s, flows, c.weight))
-    return out
 
 
 def simulate_testbed(scheduler: str, scale: float, link_bps: float,

@@ -236,3 +236,23 @@ def check_schedulers(names: Sequence[str]) -> List[str]:
     if not names:
         raise WorkloadUsageError("--schedulers: empty")
     return list(names)
+
+
+#: Share of the shaped link speed the controller plans with (enforcing schedulers).
+DEFAULT_HEADROOM = 0.95
+
+
+def controller_named(coflows: Sequence) -> list:
+    """The workload with flow ids as the controller names them: ``<coflow>/<n>``, n from 0.
+
+    ``testbed_workload`` numbers flows as Table II does (``1/1``..``3/7``); the
+    controller names a submitted coflow's flows by their index.  ECMP (``baseline``)
+    hashes the flow id, so the simulator must use the controller's names to draw the
+    same paths as the emulated run.
+    """
+    out = []
+    for c in coflows:
+        flows = tuple(FlowSpec(f"{c.coflow_id}/{n}", c.coflow_id, f.src, f.dst, f.size_bytes,
+                               f.dst_port) for n, f in enumerate(c.flows))
+        out.append(CoflowSpec(c.coflow_id, c.arrival_s, flows, c.weight))
+    return out

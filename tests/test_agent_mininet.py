@@ -166,7 +166,7 @@ def test_emulate_rejects_bad_arguments(capsys):
 
 
 def test_controller_named_matches_controller_flow_ids():
-    from mininet_tests.emulate import controller_named
+    from mininet_tests.workloads import controller_named
     from rapier_app.core.workload import testbed_workload
 
     named = controller_named(testbed_workload(0.5))

@@ -19,10 +19,9 @@ from mininet.topo import LinearTopo
 from mininet.topolib import TorusTopo, TreeTopo
 
 from enforcement import client
-from mininet_tests.emulate import (DEFAULT_FAIR_QUEUE, DEFAULT_HEADROOM,
-                                   DEFAULT_QUEUE_PACKETS, DEFAULT_RTO_MIN_MS)
+from mininet_tests.emulate import DEFAULT_FAIR_QUEUE, DEFAULT_QUEUE_PACKETS, DEFAULT_RTO_MIN_MS
 from mininet_tests.runner import REST_PREFIX, Emulation
-from mininet_tests.workloads import HEADER_GOODPUT, assign_ports, scale_sizes
+from mininet_tests.workloads import DEFAULT_HEADROOM, HEADER_GOODPUT, assign_ports, scale_sizes
 from rapier_app.workload_options import apply_goodput
 from rapier_app.core import workload as wl
 from rapier_app.scheduling import load_all, make_scheduler
