@@ -18,7 +18,8 @@
 #      hook, so the unmodified `ryu-manager` command works;
 #   5. /usr/local/bin/ryu-manager -> <repo>/.venv/bin/ryu-manager, so that
 #      `ryu-manager rapier_app.controller` runs from any shell;
-#   6. a smoke check: the controller module imports and ryu-manager starts.
+#   6. a smoke check: the controller module imports and ryu-manager starts;
+#   7. the numba kernels compiled into their on-disk cache (python -m rapier_app.warmup).
 # Environment: RAPIER_SKIP_APT=1 skips step 1; RAPIER_FORCE_PIP=1 redoes step 3;
 # RAPIER_LINK_BIN=0 skips step 5 (e.g. for a second checkout on the same machine).
 set -euo pipefail
@@ -120,5 +121,12 @@ done
 "$PY" -m enforcement.agent --help >/dev/null
 "$PY" -c "import mininet_tests.topos, mininet_tests.runner, mininet_tests.emulate"
 log "emulation: ok (rapier-agent, rapier-emulate, mininet $("$PY" -c 'import mininet.net as n; print(n.VERSION)'))"
+
+# -- compiled kernels ----------------------------------------------------------------
+# numba compiles the allocation kernels on first use (13 s for aalo on an empty cache)
+# and caches them beside the sources: compile them now, not at the first decision.
+t_warm=$(date +%s)
+"$PY" -m rapier_app.warmup -q
+log "kernels: compiled or cached for every scheduler ($(( $(date +%s) - t_warm )) s)"
 
 log "done in $(( $(date +%s) - t_start )) s"

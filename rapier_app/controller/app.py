@@ -68,6 +68,7 @@ from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
 from .settings import OPTIONS, Settings, SettingsError  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
+from ..warmup import ensure_warm  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
 
@@ -118,6 +119,11 @@ class RapierController(app_manager.RyuApp):
         super().__init__(*args, **kwargs)
         self.settings = settings or settings_from_conf(CONF)
         self.core = make_core(self.settings, LOG)
+        # Compile (or load from numba's cache) the scheduler's kernels before the
+        # REST server accepts a coflow: a cold first decision takes seconds.
+        warm_s = ensure_warm(self.settings.scheduler)
+        if warm_s is not None:
+            LOG.info("kernels ready for %s in %.2f s", self.settings.scheduler, warm_s)
         self.core.links_observed = self.core.discover_mode or _observe_links()
         if self.core.discover_mode and not _observe_links():
             raise SettingsError("topology: discover needs Ryu's LLDP link discovery: "
