@@ -31,10 +31,8 @@ from topologies.topofile import loads_topology
 LINK_MBPS = 10.0
 #: controller options of every run: completions reported by the receivers, the
 #: fabric stable after 2 s without change, no site broker: the simulator here runs
-#: without background traffic, while the broker counts every byte that is not a
-#: scheduled flow's (the coflows' own ACKs among them) as background; with it on,
-#: rapier was +17 % (tree) and +17 % (linear) off the simulator in one run each, its
-#: residual capacities moving 4-5 times per run
+#: without background traffic (with the broker on, its default, rapier was +7.7 %
+#: (tree) and +5.2 % (linear) off the simulator, one run each)
 OPTS = {"stats_interval_s": 0.1, "stats_completion": "false", "discover_settle_s": 2.0,
         "broker": "false"}
 #: the network as rapier-emulate sets it up (switch-port queues, fair queueing, RTO)
