@@ -362,12 +362,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args) -> None:
         LOG.info("%s %s", self.address_string(), short(fmt % args, 200))
 
-    def _check_token(self) -> None:
+    def _check_token(self, method: str) -> None:
         """:func:`~rapier_app.httpjson.require_bearer` unless no token is configured or
-        the request is ``GET /v1/health``."""
+        the request is ``GET`` (or ``HEAD``) ``/v1/health``."""
         token = self.server.token
-        if token and not (self.command == "GET"
-                          and self.path.split("?", 1)[0] == "/v1/health"):
+        if token and not (method == "GET" and self.path.split("?", 1)[0] == "/v1/health"):
             require_bearer(self.headers.get("Authorization") or "", token)
 
     def _read_body(self) -> Optional[bytes]:
@@ -388,17 +387,18 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(n)
 
     def _serve(self) -> None:
+        # HEAD is GET without the body (same status and headers)
+        method = "GET" if self.command == "HEAD" else self.command
         try:
-            self._check_token()
+            # the token is checked before the body is read: an unauthenticated request
+            # is answered 401 and closed at once, whatever Content-Length it declares,
+            # so stalled unauthenticated connections cannot hold the workers
+            self._check_token(method)
             body = self._read_body()
         except RequestError as exc:
             status, obj = exc.status, exc.to_json()
-            length = self.headers.get("Content-Length")
-            if (status == 401 and length and length.isdigit()
-                    and int(length) <= self.server.max_body_bytes):
-                self.rfile.read(int(length))  # discard it: the client sees the 401
         else:
-            status, obj = handle(self.server.enforcer, self.command, self.path, body,
+            status, obj = handle(self.server.enforcer, method, self.path, body,
                                  self.server.max_flows)
         data = (json.dumps(obj) + "\n").encode()
         self.send_response(status)
@@ -410,7 +410,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        if self.close_connection:
+            self._discard_arrived()
+
+    def _discard_arrived(self) -> None:
+        """Read, without waiting, what the client already sent (an unread body), so that
+        closing the socket sends FIN rather than a reset that could lose the reply."""
+        self.wfile.flush()
+        sock = self.connection
+        try:
+            sock.setblocking(False)
+            for _ in range(self.server.max_body_bytes // 65536 + 1):
+                if not sock.recv(65536):
+                    break
+        except OSError:  # BlockingIOError: nothing more has arrived
+            pass
 
     do_GET = do_PUT = do_DELETE = do_POST = do_PATCH = do_HEAD = do_OPTIONS = _serve
 

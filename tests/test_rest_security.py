@@ -275,6 +275,64 @@ def test_agent_on_tcp_requires_the_token(tcp_agent):
     assert st == 200 and obj["commands"] == 2
 
 
+def test_stalled_unauthenticated_connections_do_not_hold_the_agents_workers(tcp_agent):
+    """8 connections (the default pool) send a PUT's headers without a token and with a
+    large ``Content-Length``, then nothing: each gets 401 and is closed at once (the
+    body is never awaited), and authenticated pushes are served within 100 ms."""
+    base, rec, enf = tcp_agent
+    port = int(base.rsplit(":", 1)[1])
+    assert agent.DEFAULT_WORKERS == 8
+    stalled = []
+    try:
+        for _ in range(agent.DEFAULT_WORKERS):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"PUT /v1/flows HTTP/1.1\r\nHost: agent\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n")
+            stalled.append(s)
+        for s in stalled:
+            s.settimeout(2)
+            reply = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break  # closed by the agent without waiting for the body
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 401 "), reply[:80]
+        took = []
+        for i in range(5):
+            t0 = time.monotonic()
+            st, _ = client.request(base, "PUT", "/v1/flows", {"flows": [limit(port=5001 + i)]},
+                                   token=TOKEN, timeout=5)
+            took.append(time.monotonic() - t0)
+            assert st == 200
+        assert sorted(took)[2] < 0.1, took
+        assert len(enf.snapshot()) == 1
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_agent_head_is_get_without_a_body(tcp_agent):
+    """HEAD works where GET does (same status and headers, no body), with the same
+    token rule: open on /v1/health, 401 without the token elsewhere."""
+    base, rec, enf = tcp_agent
+    port = int(base.rsplit(":", 1)[1])
+    for path, auth, want in (("/v1/health", None, 200), ("/v1/flows", None, 401),
+                             ("/v1/flows", TOKEN, 200), ("/v1/nope", TOKEN, 404)):
+        hdrs = {"Authorization": f"Bearer {auth}"} if auth else {}
+        got = {}
+        for method in ("GET", "HEAD"):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request(method, path, headers=hdrs)
+            resp = conn.getresponse()
+            got[method] = (resp.status, resp.getheader("Content-Type"),
+                           resp.getheader("Content-Length"), resp.read())
+            conn.close()
+        assert got["GET"][0] == want, (path, got)
+        assert got["HEAD"][:3] == got["GET"][:3] and got["HEAD"][3] == b"", (path, got)
+        assert int(got["GET"][2]) == len(got["GET"][3]) > 0
+
+
 def test_agent_refuses_tcp_without_token_and_bad_tokens():
     enf = agent.Enforcer("h1-eth0", runner=Recorder())
     with pytest.raises(ValueError, match="^token: required on TCP"):
