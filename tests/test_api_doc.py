@@ -78,7 +78,7 @@ def test_rest_routes_are_the_documented_ones():
     """Every route of the controller's REST API (rest.py) is in api.md's table, and the
     table names no other."""
     src = open(os.path.join(ROOT, "rapier_app", "controller", "rest.py")).read()
-    routes = re.findall(r'@route\("rapier", PREFIX \+ "([^"]+)", methods=\["(\w+)"\]'
+    routes = re.findall(r'@route\("rapier", PREFIX \+ "([^"]+)", methods=\["(\w+)"(?:, "HEAD")?\]'
                         r'(?:,\s*requirements=\w+)?\)\s*\n\s*@rest_method', src)
     code = {f"{m} /rapier/v1{p}".replace("{coflow_id}", "<id>").replace("{index}", "<n>")
             for p, m in routes}

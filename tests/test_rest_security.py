@@ -92,6 +92,30 @@ def test_token_required_on_post_and_delete_only():
     assert st == 200 and c["state"] == "cancelled"  # the scheme is case-insensitive
 
 
+def test_head_works_where_get_does():
+    """HEAD on every GET route (and on an unknown id, a bad id, an unknown path): the
+    status and headers of the GET, no body, no token needed; 405s list HEAD in Allow."""
+    app = make_app(rest_token=TOKEN)
+    assert call(app, "POST", "/rapier/v1/coflows", {"flows": [FLOW], "id": "a"},
+                f"Bearer {TOKEN}")[0] == 201
+    seen = set()
+    for path in ("/rapier/v1/coflows", "/rapier/v1/coflows?state=active",
+                 "/rapier/v1/coflows/a", "/rapier/v1/coflows/nope", "/rapier/v1/coflows/%ff",
+                 "/rapier/v1/topology", "/rapier/v1/topology/file", "/rapier/v1/schedule",
+                 "/rapier/v1/health", "/rapier/v1/nothing-here"):
+        got = {}
+        for method in ("GET", "HEAD"):
+            resp = Request.blank(path, method=method).get_response(app.wsgi)
+            got[method] = (resp.status_int, resp.headers.get("Content-Type"),
+                           resp.headers.get("Content-Length"), resp.body)
+        assert got["HEAD"][:3] == got["GET"][:3] and got["HEAD"][3] == b"", (path, got)
+        assert int(got["GET"][2]) == len(got["GET"][3]) > 0
+        seen.add(got["GET"][0])
+    assert {200, 400, 404} <= seen
+    st, _, hdrs = call(app, "PUT", "/rapier/v1/schedule")
+    assert st == 405 and hdrs["Allow"] == "GET, HEAD"
+
+
 def test_no_token_configured_means_open_on_loopback():
     app = make_app()
     assert call(app, "POST", "/rapier/v1/coflows", {"flows": [FLOW]})[0] == 201
@@ -220,6 +244,10 @@ def test_real_ryu_manager_listens_on_loopback_only_and_wants_the_token(tmp_path)
         assert st == 201
         # non-UTF-8 escape and '..' as ids over the real server: 400, no traceback
         conn = http.client.HTTPConnection("127.0.0.1", rest_port, timeout=5)
+        conn.request("HEAD", "/rapier/v1/health")  # HEAD over the real server
+        resp = conn.getresponse()
+        assert resp.status == 200 and int(resp.getheader("Content-Length")) > 0
+        assert resp.read() == b""
         for path in ("/rapier/v1/coflows/%ff", "/rapier/v1/coflows/%2e%2e"):
             conn.request("GET", path)
             resp = conn.getresponse()

@@ -30,8 +30,9 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
     GET    /rapier/v1/health           -> 200 {"ok": true, "status": ok|discovering|
                                         degraded, "differences": [...], ...}
 
-Any other method on these paths is 405 (JSON, with ``Allow``); any other path under
-the prefix is a JSON 404.
+``HEAD`` works wherever ``GET`` does (same status and headers, no body).  Any other
+method on these paths is 405 (JSON, with ``Allow``); any other path under the prefix
+is a JSON 404.
 
 Errors are answered in one place (:func:`rest_method`) as
 ``{"error": "field: message", "field": field}``: 400 bad input (naming the field,
@@ -268,7 +269,7 @@ class RapierRestController(ControllerBase):
         view = self.app.submit(body)
         return 201, {"id": view["id"], "coflow": view}
 
-    @route("rapier", PREFIX + "/coflows", methods=["GET"])
+    @route("rapier", PREFIX + "/coflows", methods=["GET", "HEAD"])
     @rest_method
     def list_coflows(self, req, **_kwargs):
         """Coflows in arrival order, a page at a time: ``?limit=`` (1..page_limit,
@@ -299,7 +300,8 @@ class RapierRestController(ControllerBase):
                 args[name] = int(raw)
         return 200, self.app.coflows_page(query.get("state"), **args)
 
-    @route("rapier", PREFIX + "/coflows/{coflow_id}", methods=["GET"], requirements=ID_REQ)
+    @route("rapier", PREFIX + "/coflows/{coflow_id}", methods=["GET", "HEAD"],
+           requirements=ID_REQ)
     @rest_method
     def get_coflow(self, req, coflow_id, **_kwargs):
         """One coflow; 404 for an unknown id."""
@@ -325,26 +327,26 @@ class RapierRestController(ControllerBase):
                                              f"{short(index)}")
         return 200, self.app.flow_done(coflow_id, int(index))
 
-    @route("rapier", PREFIX + "/topology", methods=["GET"])
+    @route("rapier", PREFIX + "/topology", methods=["GET", "HEAD"])
     @rest_method
     def get_topology(self, req, **_kwargs):
         """Configured topology, hosts' attachment points, observed switches/links."""
         return 200, self.app.core.topology_view(self.app.observed())
 
-    @route("rapier", PREFIX + "/topology/file", methods=["GET"])
+    @route("rapier", PREFIX + "/topology/file", methods=["GET", "HEAD"])
     @rest_method
     def get_topology_file(self, req, **_kwargs):
         """The topology in force as a topology file (to pin a discovered fabric)."""
         with self.app._lock:
             return 200, self.app.core.topology_file(self.app.now())
 
-    @route("rapier", PREFIX + "/schedule", methods=["GET"])
+    @route("rapier", PREFIX + "/schedule", methods=["GET", "HEAD"])
     @rest_method
     def get_schedule(self, req, **_kwargs):
         """The schedule in force (paths and rates per flow, fallbacks, solve time)."""
         return 200, self.app.core.schedule_view()
 
-    @route("rapier", PREFIX + "/health", methods=["GET"])
+    @route("rapier", PREFIX + "/health", methods=["GET", "HEAD"])
     @rest_method
     def get_health(self, req, **_kwargs):
         """Liveness, and the fabric's status: ``ok``, ``discovering`` (discover mode,
@@ -360,18 +362,18 @@ class RapierRestController(ControllerBase):
 
     # -- 405 for the other methods of each path ----------------------------------------
     not_allowed_coflows = route("rapier", PREFIX + "/coflows", methods=["PUT", "DELETE", "PATCH"])(
-        _not_allowed(PREFIX + "/coflows", "GET, POST"))
+        _not_allowed(PREFIX + "/coflows", "GET, HEAD, POST"))
     not_allowed_coflow = route("rapier", PREFIX + "/coflows/{coflow_id}",
                                methods=["POST", "PUT", "PATCH"], requirements=ID_REQ)(
-        _not_allowed(PREFIX + "/coflows/<id>", "GET, DELETE"))
+        _not_allowed(PREFIX + "/coflows/<id>", "GET, HEAD, DELETE"))
     not_allowed_topology = route("rapier", PREFIX + "/topology", methods=_OTHER)(
-        _not_allowed(PREFIX + "/topology", "GET"))
+        _not_allowed(PREFIX + "/topology", "GET, HEAD"))
     not_allowed_topology_file = route("rapier", PREFIX + "/topology/file", methods=_OTHER)(
-        _not_allowed(PREFIX + "/topology/file", "GET"))
+        _not_allowed(PREFIX + "/topology/file", "GET, HEAD"))
     not_allowed_schedule = route("rapier", PREFIX + "/schedule", methods=_OTHER)(
-        _not_allowed(PREFIX + "/schedule", "GET"))
+        _not_allowed(PREFIX + "/schedule", "GET, HEAD"))
     not_allowed_health = route("rapier", PREFIX + "/health", methods=_OTHER)(
-        _not_allowed(PREFIX + "/health", "GET"))
+        _not_allowed(PREFIX + "/health", "GET, HEAD"))
 
     # Last route of this controller (Ryu registers routes in name order): a JSON 404
     # for any other path under the prefix (ids with "/", unknown resources).  New
