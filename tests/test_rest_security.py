@@ -259,6 +259,32 @@ def test_real_ryu_manager_listens_on_loopback_only_and_wants_the_token(tmp_path)
         ryu.stdout.close()
 
 
+@pytest.mark.parametrize("conf,option", [
+    ("topology = file:{tmp}/bad.yaml", "topology"),  # a topology file that does not parse
+    ("topology = leafspine:2,2,2\nmax_flows_per_coflow = abc", "max_flows_per_coflow"),
+    ("topology = leafspine:2,2,2\nscheduler = no-such-scheduler", "scheduler"),
+    ("topology = leafspine:2,2,2\nrest_host = 0.0.0.0", "rest_token"),
+])
+def test_real_ryu_manager_refuses_a_bad_config_in_one_line(tmp_path, conf, option):
+    """``ryu-manager rapier_app.controller --config-file BAD``: exit status 2 and one
+    line ``rapier: <option>: ...`` naming the option, no traceback."""
+    from mininet_tests.ryuproc import free_port
+    (tmp_path / "bad.yaml").write_text("switches: [\n")
+    cfile = tmp_path / "controller.conf"
+    cfile.write_text("[rapier]\nagent_url =\nstate_db = off\n"
+                     + conf.format(tmp=tmp_path) + "\n")
+    res = subprocess.run([os.path.join(REPO, ".venv", "bin", "ryu-manager"), "--config-file",
+                          str(cfile), "--wsapi-port", str(free_port()), "--ofp-tcp-listen-port",
+                          str(free_port()), "rapier_app.controller"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    out = res.stdout.decode(errors="replace")
+    assert res.returncode == 2, out[-2000:]
+    assert "Traceback" not in out, out[-2000:]
+    mine = [line for line in out.splitlines() if line.startswith("rapier: ")]
+    assert len(mine) == 1 and mine[0].startswith(f"rapier: {option}: "), out[-2000:]
+    assert out.rstrip().splitlines()[-1] == mine[0]
+
+
 # -----------------------------------------------------------------------------------
 # agent
 # -----------------------------------------------------------------------------------

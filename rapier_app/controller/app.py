@@ -41,6 +41,7 @@ built from the option table ``options.toml`` (:data:`.settings.OPTIONS`), which
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -51,6 +52,7 @@ from .compat import ensure_eventlet_compat
 
 ensure_eventlet_compat()
 
+from oslo_config.cfg import Error as ConfigError  # noqa: E402
 from ryu import cfg  # noqa: E402
 from ryu.app.wsgi import WSGIApplication  # noqa: E402
 from ryu.base import app_manager  # noqa: E402
@@ -68,6 +70,7 @@ from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
 from .settings import OPTIONS, Settings, SettingsError  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
+from ..errors import RapierError  # noqa: E402
 from ..warmup import ensure_warm  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
@@ -100,7 +103,30 @@ def settings_from_conf(conf=CONF) -> Settings:
         SettingsError: a bad value, naming the option.
     """
     group = conf.rapier
-    return Settings(**{f.name: getattr(group, f.name) for f in fields(Settings)}).validate()
+    values = {}
+    for f in fields(Settings):
+        try:
+            values[f.name] = getattr(group, f.name)
+        except ConfigError as exc:  # e.g. "max_flows = abc" in the config file
+            raise SettingsError(f"{f.name}: {exc}") from None
+    return Settings(**values).validate()
+
+
+#: Exit status of ``ryu-manager`` when the controller refuses to start.
+REFUSE_EXIT = 2
+
+
+def refuse_to_start(exc: BaseException, stream=None) -> None:
+    """Print ``rapier: <field>: <message>`` as one line on ``stream`` (stderr) and exit
+    with :data:`REFUSE_EXIT`: how the controller run by ``ryu-manager`` reports a bad
+    option or topology file instead of a traceback.
+
+    Raises:
+        SystemExit: always, with status 2.
+    """
+    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    print(f"rapier: {text}", file=stream or sys.stderr, flush=True)
+    raise SystemExit(REFUSE_EXIT)
 
 
 class RapierController(app_manager.RyuApp):
@@ -108,7 +134,13 @@ class RapierController(app_manager.RyuApp):
 
     Keyword args (besides Ryu's contexts):
         rapier_settings: a :class:`Settings` to use instead of the ``[rapier]``
-            options (tests).
+            options (tests); a bad setting or topology then raises its
+            :class:`~rapier_app.errors.RapierError`.
+
+    Raises:
+        SystemExit: status 2 when run from the ``[rapier]`` options (``ryu-manager``)
+            and a setting or the topology is refused (:func:`refuse_to_start`: one
+            line naming the option, no traceback).
     """
 
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
@@ -117,7 +149,17 @@ class RapierController(app_manager.RyuApp):
     def __init__(self, *args, **kwargs):
         settings = kwargs.pop("rapier_settings", None)
         super().__init__(*args, **kwargs)
-        self.settings = settings or settings_from_conf(CONF)
+        if settings is not None:
+            self._setup(settings, kwargs)
+            return
+        try:
+            self._setup(settings_from_conf(CONF), kwargs)
+        except RapierError as exc:
+            refuse_to_start(exc)
+
+    def _setup(self, settings: Settings, kwargs: dict) -> None:
+        """The body of ``__init__`` (raises the project's errors as they come)."""
+        self.settings = settings
         self.core = make_core(self.settings, LOG)
         # Compile (or load from numba's cache) the scheduler's kernels before the
         # REST server accepts a coflow: a cold first decision takes seconds.

@@ -522,13 +522,15 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
         if settings.path_slack is not None:
             topo.set_path_slack(settings.path_slack)
     except TopologyError as exc:
-        raise SettingsError(f"topology: {exc}") from None
+        msg = str(exc)
+        raise SettingsError(msg if msg.startswith("topology:") else f"topology: {msg}") from None
     from ..scheduling import SchedulerError
 
     try:
         sched = build_scheduler(settings, topo)
     except SchedulerError as exc:
-        raise SettingsError(f"scheduler: {exc}") from None
+        msg = str(exc)
+        raise SettingsError(msg if msg.startswith("scheduler:") else f"scheduler: {msg}") from None
     store = None
     if settings.store_enabled:
         try:
