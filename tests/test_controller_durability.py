@@ -61,6 +61,31 @@ def rows(db):
 # ---------------------------------------------------------------------------
 # The store
 # ---------------------------------------------------------------------------
+def test_in_process_cores_write_nothing_unless_asked(tmp_path, monkeypatch):
+    """``make_core(Settings(...))`` without ``state_db`` keeps its state in memory:
+    nothing is written in the working directory (whatever ``$RAPIER_STATE_DB`` says,
+    which is the default of ``ryu-manager`` only), and a second core there starts
+    empty; an explicit ``state_db`` file is still written."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAPIER_STATE_DB", raising=False)
+    for _ in range(2):  # a second core in the same directory: "b0" is new again
+        core = make_core(Settings(scheduler="baseline", topology="leafspine:3,3,3",
+                                  agent_url=""))
+        state, _ = core.submit({"id": "b0", "flows": [flow()]}, 0.0)
+        assert state.coflow_id == "b0"
+        core.store.close()
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setenv("RAPIER_STATE_DB", str(tmp_path / "env.sqlite3"))
+    make_core(Settings(scheduler="baseline", topology="leafspine:3,3,3",
+                       agent_url="")).store.close()
+    assert os.listdir(tmp_path) == []
+    core = make_core(Settings(scheduler="baseline", topology="leafspine:3,3,3", agent_url="",
+                              state_db="mine.sqlite3"))
+    core.submit({"id": "b0", "flows": [flow()]}, 0.0)
+    core.store.close()
+    assert rows(str(tmp_path / "mine.sqlite3")) == [("b0", "active")]
+
+
 def test_store_file_is_wal_and_versioned(tmp_path):
     db = str(tmp_path / "state" / "c.sqlite3")
     s = Store(db)

@@ -80,8 +80,10 @@ _OPT_CLASSES = {"str": cfg.StrOpt, "float": cfg.FloatOpt, "int": cfg.IntOpt,
                 "bool": cfg.BoolOpt}
 
 #: The controller's options, group ``[rapier]``: one per entry of ``options.toml``
-#: (:data:`.settings.OPTIONS`), with its default, help text, bounds and secrecy.
-OPTS = [_OPT_CLASSES[o.type](o.name, default=o.default_value(), help=o.help, **o.oslo)
+#: (:data:`.settings.OPTIONS`), with its default (the controller's: ``state_db`` is on),
+#: help text, bounds and secrecy.
+OPTS = [_OPT_CLASSES[o.type](o.name, default=o.controller_default(), help=o.help,
+                             **o.oslo)
         for o in OPTIONS]
 
 CONF = cfg.CONF

@@ -31,13 +31,15 @@ from ..errors import RapierError
 from ..httpjson import TOKEN_RE
 
 
-#: Default database file (relative to the working directory) unless the environment
-#: variable ``RAPIER_STATE_DB`` names another (the test suite sets ``:memory:``).
+#: Default database file of the controller run by ``ryu-manager`` (relative to the
+#: working directory) unless the environment variable ``RAPIER_STATE_DB`` names
+#: another.  An in-process :class:`Settings` keeps none unless given ``state_db``.
 DEFAULT_STATE_DB = "rapier-state/controller.sqlite3"
 
 
 def default_state_db() -> str:
-    """``$RAPIER_STATE_DB`` or :data:`DEFAULT_STATE_DB`."""
+    """``$RAPIER_STATE_DB`` or :data:`DEFAULT_STATE_DB`: the ``[rapier] state_db``
+    default of ``ryu-manager``."""
     return os.environ.get("RAPIER_STATE_DB", DEFAULT_STATE_DB)
 
 
@@ -53,10 +55,11 @@ class OptionTableError(RapierError, ValueError):
 #: Option types of the table -> the Python type of the value.
 OPTION_TYPES: Dict[str, type] = {"str": str, "float": float, "int": int, "bool": bool}
 
-#: Functions an option may name as its ``default_factory``.
+#: Functions an option may name as its ``controller_default_factory``.
 DEFAULT_FACTORIES: Dict[str, Callable[[], Any]] = {"default_state_db": default_state_db}
 
-_OPTION_KEYS = {"name", "type", "optional", "default", "default_factory", "help", "doc",
+_OPTION_KEYS = {"name", "type", "optional", "default", "controller_default_factory", "help",
+                "doc",
                 "min", "max", "secret"}
 
 
@@ -71,9 +74,11 @@ class Option:
         help: oslo.config help text.
         doc: the :class:`Settings` docstring entry.
         optional: the value may be None (unset).
-        default: the default value (None for an optional option without one).
-        default_factory: name of a :data:`DEFAULT_FACTORIES` function called for
-            every :class:`Settings` instead of ``default``, or None.
+        default: the default value (None for an optional option without one): the
+            :class:`Settings` default.
+        controller_default_factory: name of a :data:`DEFAULT_FACTORIES` function
+            giving the oslo.config default (the controller run by ``ryu-manager``)
+            instead of ``default``, or None.
         oslo: extra oslo.config arguments (``min``, ``max``, ``secret``).
     """
 
@@ -84,13 +89,18 @@ class Option:
     doc: str
     optional: bool = False
     default: Any = None
-    default_factory: Optional[str] = None
+    controller_default_factory: Optional[str] = None
     oslo: Mapping[str, Any] = field(default_factory=dict)
 
     def default_value(self) -> Any:
-        """The default now (a ``default_factory`` is called at each call)."""
-        if self.default_factory is not None:
-            return DEFAULT_FACTORIES[self.default_factory]()
+        """The :class:`Settings` default (in-process use)."""
+        return self.default
+
+    def controller_default(self) -> Any:
+        """The oslo.config default of ``ryu-manager``'s ``[rapier]`` group: the
+        ``controller_default_factory`` called now, else :attr:`default`."""
+        if self.controller_default_factory is not None:
+            return DEFAULT_FACTORIES[self.controller_default_factory]()
         return self.default
 
     def dataclass_field(self) -> Tuple[str, str, Any]:
@@ -98,9 +108,6 @@ class Option:
         the annotation is a string (``"Optional[float]"``), as in a class body under
         ``from __future__ import annotations``."""
         annotation = f"Optional[{self.type}]" if self.optional else self.type
-        if self.default_factory is not None:
-            return self.name, annotation, field(
-                default_factory=DEFAULT_FACTORIES[self.default_factory])
         return self.name, annotation, field(default=self.default)
 
 
@@ -133,14 +140,13 @@ def _parse_option(where: str, section: str, raw: Mapping[str, Any]) -> Option:
     optional = raw.get("optional", False)
     if not isinstance(optional, bool):
         raise OptionTableError(f"{where}: optional must be true or false, got {optional!r}")
-    factory = raw.get("default_factory")
-    if factory is not None and ("default" in raw or factory not in DEFAULT_FACTORIES):
-        raise OptionTableError(f"{where}: default_factory must be one of "
-                               f"{', '.join(sorted(DEFAULT_FACTORIES))} and comes "
-                               f"without default, got {factory!r}")
+    factory = raw.get("controller_default_factory")
+    if factory is not None and factory not in DEFAULT_FACTORIES:
+        raise OptionTableError(f"{where}: controller_default_factory must be one of "
+                               f"{', '.join(sorted(DEFAULT_FACTORIES))}, got {factory!r}")
     if "default" in raw:
         default = _check_value(where, "default", raw["default"], kind)
-    elif factory is None and not optional:
+    elif not optional:
         raise OptionTableError(f"{where}: default is missing (or say optional = true)")
     else:
         default = None
@@ -154,7 +160,7 @@ def _parse_option(where: str, section: str, raw: Mapping[str, Any]) -> Option:
         oslo["secret"] = _check_value(where, "secret", raw["secret"], "bool")
     return Option(name=raw["name"], type=kind, section=section, help=raw["help"],
                   doc=raw.get("doc", raw["help"]), optional=optional, default=default,
-                  default_factory=factory, oslo=oslo)
+                  controller_default_factory=factory, oslo=oslo)
 
 
 def parse_option_table(text: str, source: str = "options.toml"
@@ -207,8 +213,9 @@ def _settings_doc(sections: Sequence[Tuple[str, str]], options: Sequence[Option]
     for sname, title in sections:
         lines += ["", f"    {title}:", "", "    Attributes:"]
         for o in (o for o in options if o.section == sname):
-            default = (f"{o.default_factory}()" if o.default_factory
-                       else repr(o.default))
+            default = repr(o.default)
+            if o.controller_default_factory:
+                default += f"; ryu-manager: {o.controller_default_factory}()"
             kind = f"Optional[{o.type}]" if o.optional else o.type
             lines += textwrap.wrap(f"{o.name} ({kind}, default {default}): {o.doc}",
                                    width=88, initial_indent="        ",
