@@ -48,6 +48,45 @@ def test_port_status_marks_both_directions_and_ignores_unknown_ports():
     assert st.view() == ["l2-s2", "s2-l2"]
 
 
+def test_a_cable_is_up_only_when_both_ends_say_so():
+    """Both ends of l1-s1 report their port down; s1's port coming back alone leaves
+    the cable down (no change, no decision); l1's port coming back brings it up."""
+    topo = build_topology("leafspine:3,3,3")
+    st = links.LinkState(topo)
+    l1, s1 = _dpid(topo, "l1"), _dpid(topo, "s1")
+    pl, ps = _port(topo, "l1", "s1"), _port(topo, "s1", "l1")
+    cable = {("l1", "s1"), ("s1", "l1")}
+    assert st.port_status(l1, pl, up=False) is True
+    assert st.port_status(s1, ps, up=False) is False  # already down
+    assert st.port_status(s1, ps, up=True) is False   # l1's end is still down
+    assert st.down == cable
+    assert st.port_status(s1, ps, up=False) is False
+    assert st.port_status(l1, pl, up=True) is False   # now s1's end is down
+    assert st.down == cable
+    assert st.port_status(s1, ps, up=True) is True    # both ends up
+    assert st.down == set() and st.ends_down == set()
+
+
+def test_one_end_up_does_not_flap_the_cable_in_the_app(app):
+    topo = app.core.topology
+    dps = connect_all(app)
+    call(app, "POST", "/rapier/v1/coflows", {"flows": [flow()]})
+    spine = call(app, "GET", "/rapier/v1/coflows/c1")[1]["flows"][0]["path"][2]
+    l1_end = (dps["l1"], _port(topo, "l1", spine))
+    sp_end = (dps[spine], _port(topo, spine, "l1"))
+    for dp, port in (l1_end, sp_end):
+        app.port_status(port_event(dp, port, down=True))
+    path = call(app, "GET", "/rapier/v1/coflows/c1")[1]["flows"][0]["path"]
+    assert spine not in path
+    n = app.core.schedule_count
+    app.port_status(port_event(*sp_end, down=False))  # the other end is still down
+    assert app.link_state.down == {("l1", spine), (spine, "l1")}
+    assert app.core.schedule_count == n
+    assert call(app, "GET", "/rapier/v1/coflows/c1")[1]["flows"][0]["path"] == path
+    app.port_status(port_event(*l1_end, down=False))
+    assert app.link_state.down == set() and app.core.schedule_count == n + 1
+
+
 def test_port_is_down_reads_reason_state_and_config():
     assert links.port_is_down(ofp, ofp.OFPPR_DELETE, 0, 0)
     assert links.port_is_down(ofp, ofp.OFPPR_MODIFY, ofp.OFPPS_LINK_DOWN, 0)

@@ -46,7 +46,11 @@ class LinkState:
     """The set of down links of ``topology``, fed by switch events.
 
     Links are directed ``(u, v)`` node-name pairs as in ``topology.graph``; a port
-    going down takes both directions of its cable down.
+    going down takes both directions of its cable down.  A cable is up only when
+    both of its ends say so: each end's last port status is kept, and a port-status
+    "up" from one end does not bring back a cable whose other end is down.  Ryu's
+    LLDP discovery seeing the link (``link_add``) shows that both ends work and
+    clears both.
 
     Args:
         topology: the configured fabric; ``graph.edges[u, v]["port"]`` is the port
@@ -61,8 +65,12 @@ class LinkState:
         for u, v, d in g.edges(data=True):
             if u in topology.switches and "dpid" in g.nodes[u]:
                 self.by_port[(int(g.nodes[u]["dpid"]), int(d["port"]))] = (u, v)
-        #: down directed links (port status and LLDP events)
+        #: down directed links (port status and LLDP events): both directions of
+        #: every cable with an end in :attr:`ends_down`
         self.down: Set[Link] = set()
+        #: ends reported down, as the directed link leaving that end: ``(u, v)`` is
+        #: ``u``'s port towards ``v`` (port status down, or LLDP lost ``u -> v``)
+        self.ends_down: Set[Link] = set()
         #: directed links that are not there although the topology has them: declared
         #: links LLDP never saw, or discovered links gone (:mod:`.discovery`); set
         #: whole by the core, never by events
@@ -96,11 +104,20 @@ class LinkState:
         cable = self._cable(dpid, port)
         if cable is None:
             return False
-        before = len(self.down)
         if up:
-            self.down.difference_update(cable)
+            self.ends_down.discard(cable[0])
         else:
+            self.ends_down.add(cable[0])
+        return self._update(cable)
+
+    def _update(self, cable: Tuple[Link, Link]) -> bool:
+        """Set both directions of ``cable`` down when either end is down, else up;
+        True when :attr:`down` changed."""
+        before = len(self.down)
+        if cable[0] in self.ends_down or cable[1] in self.ends_down:
             self.down.update(cable)
+        else:
+            self.down.difference_update(cable)
         return len(self.down) != before
 
     def link_delete(self, src_dpid: int, src_port: int) -> bool:
@@ -110,8 +127,13 @@ class LinkState:
 
     def link_add(self, src_dpid: int, src_port: int) -> bool:
         """Ryu's discovery saw the link leaving ``src_dpid`` by ``src_port``
-        (``EventLinkAdd``): the cable is up.  Returns True on a change."""
-        return self.port_status(src_dpid, src_port, up=True)
+        (``EventLinkAdd``): LLDP crossed the cable, so both of its ends work and the
+        cable is up.  Returns True on a change."""
+        cable = self._cable(src_dpid, src_port)
+        if cable is None:
+            return False
+        self.ends_down.difference_update(cable)
+        return self._update(cable)
 
     def all_down(self) -> Set[Link]:
         """Every directed link no schedule may use: :attr:`down` plus :attr:`missing`."""
