@@ -11,6 +11,8 @@ HTTP/JSON API (all bodies JSON; errors are ``{"error": "<field>: <message>"}``):
                                  set or change that flow only -> 200
     DELETE /v1/flows/<flow_id>   remove that flow's limit -> 200, 404 if unknown
 
+``HEAD`` works wherever ``GET`` does (same status and headers, no body).
+
 A *limit* is ``{"flow_id": "1/0", "src_ip": "10.0.0.1", "dst_ip": "10.0.0.4",
 "proto": "tcp", "dst_port": 5001, "src_port": null, "rate_bps": 250000000}`` (rate in
 bit/s).  Bad JSON (also nested too deep, ``NaN``) or an invalid field gives 400 naming
@@ -29,7 +31,8 @@ reaches that way), created with mode 0600 (only its owner may connect).  On TCP
 (``--listen HOST:PORT``) it needs a bearer token (``--token-file`` or the environment
 variable ``RAPIER_AGENT_TOKEN``): every request but ``GET /v1/health`` must then send
 ``Authorization: Bearer <token>`` (compared with :func:`hmac.compare_digest`); a token
-given on a Unix socket is required there too.  Connections are served by a bounded
+given on a Unix socket is required there too.  The token is checked before the body
+is read: a request without it gets 401 and its connection is closed at once.  Connections are served by a bounded
 pool of ``--workers`` threads, each connection with a ``--timeout`` per read and write
 (idle keep-alive connections are closed after it).  See ``docs/operations.md``.
 
