@@ -10,8 +10,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-# The controller keeps its coflows in a database file by default (issue 14): tests
-# get an in-memory one unless they name a file (Settings(state_db=...)).
+# The controller run by ryu-manager keeps its coflows in a database file by default
+# (its [rapier] state_db default is $RAPIER_STATE_DB): real ryu-manager processes
+# started by tests get an in-memory one unless their config names a file.  In-process
+# Settings() keep :memory: whatever this says.
 os.environ["RAPIER_STATE_DB"] = ":memory:"
 
 
