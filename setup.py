@@ -20,6 +20,8 @@ setup(
                       "numba>=0.59",
                       # topology files (topologies/topofile.py)
                       "PyYAML>=5.4",
+                      # GET /metrics (rapier_app/controller/metrics.py)
+                      "prometheus_client>=0.16",
                       "tomli>=2; python_version < '3.11'"],
     extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.100"]},
     entry_points={"console_scripts": [

@@ -86,3 +86,6 @@ def test_rest_routes_are_the_documented_ones():
     doc = set(re.findall(r"^\| `((?:GET|POST|PUT|DELETE|PATCH) /rapier/v1[^`]*)` \|", text,
                          flags=re.M))
     assert len(code) == 9 and code == doc
+    # /metrics (Prometheus text, outside the JSON prefix)
+    assert re.search(r'@route\("rapier", "/metrics", methods=\["GET", "HEAD"\]\)', src)
+    assert re.search(r"^\| `GET /metrics` \|", text, flags=re.M)

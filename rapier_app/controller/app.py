@@ -710,10 +710,15 @@ class RapierController(app_manager.RyuApp):
                 hub.joinall([hub.spawn(self._push_one, host, push) for host, push in batch])
 
     def _push_one(self, host: str, push) -> None:
-        """One ``PUT /v1/flows`` to ``host``'s agent, its outcome recorded."""
+        """One ``PUT /v1/flows`` to ``host``'s agent, its outcome recorded (and its
+        wall-clock time in ``rapier_agent_push_seconds``)."""
+        t0 = time.perf_counter()
         try:
-            agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s,
-                                   token=self.settings.agent_token)
+            try:
+                agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s,
+                                       token=self.settings.agent_token)
+            finally:
+                self.core.metrics.push_latency.observe(time.perf_counter() - t0)
             LOG.debug("agent %s: %d limits pushed", host, len(push.flows))
             with self._lock:
                 self.core.push_succeeded(host, push.gen)

@@ -65,6 +65,7 @@ from .coexist import BACKGROUND, CoexistMixin
 from .durability import DurabilityMixin
 from .fabric import DISCOVER, FabricMixin
 from .ledger import RuleLedger
+from .metrics import CoreMetrics, fallback_reason
 from .progress import ProgressMixin
 from .reconcile import Repair, diff_table, entry_from_stats
 from .pushes import PushBook, flow_limit
@@ -141,6 +142,8 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         self._dpid = {s: g.nodes[s]["dpid"] for s in topology.switches}
         #: down and missing links (:mod:`.links`; set by :func:`.links.wrap`)
         self.link_state = None
+        #: Prometheus metrics of this core (``GET /metrics``, :mod:`.metrics`)
+        self.metrics = CoreMetrics(self)
         self.setup_fabric()
 
     # -- helpers ----------------------------------------------------------------
@@ -209,6 +212,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         else:
             sched = Schedule()
         self.last_solve_s = (wall_clock() - t0) if wall_clock else 0.0
+        self.metrics.decision.observe(self.last_solve_s)
         budget = self.settings.decision_budget_s
         if self.last_solve_s > budget:
             self.budget_exceeded += 1
@@ -221,12 +225,16 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
                                  fallback={**sched.fallback, **{cid: msg for cid in new}},
                                  info=sched.info)
         for c in active:
+            was = self.decision.get(c.coflow_id)
             self.decision[c.coflow_id] = BACKGROUND if self.is_background(c) else \
                 FALLBACK if c.coflow_id in sched.fallback else SCHEDULED
+            if self.decision[c.coflow_id] == BACKGROUND and was != BACKGROUND:
+                self.metrics.fallback.labels("background").inc()
         for cid, reason in sched.fallback.items():
             if self.fallback.get(cid) != reason:
                 self._log("warning", "coflow %s falls back to default forwarding: %s",
                           cid, reason)
+                self.metrics.fallback.labels(fallback_reason(reason)).inc()
             self.fallback[cid] = reason
         self.last_schedule = sched
         self.last_schedule_s = now
@@ -446,6 +454,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         """Mark ``host``'s pushed set as unknown so the next reschedule pushes again;
         with ``now`` (s) its retry waits the exponential backoff of
         ``agent_retry_min_s`` .. ``agent_retry_max_s``.  Returns the delay (s)."""
+        self.metrics.push_failures.inc()
         if now is None:
             return self._pushes.failed(host)
         return self._pushes.failed(host, now, self.settings.agent_retry_min_s,
@@ -454,6 +463,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
     def push_succeeded(self, host: str, gen: int = 0) -> None:
         """A push to ``host`` went through: reset its backoff and record its
         generation ``gen`` as in force (:meth:`.pushes.PushBook.succeeded`)."""
+        self.metrics.pushes.inc()
         self._pushes.succeeded(host, gen)
 
     def rates_applied(self, cid: str) -> bool:

@@ -120,6 +120,10 @@ class RuleLedger:
         """Number of rules sent to ``dpid`` and awaiting a barrier reply."""
         return sum(len(b) for b in self._inflight.get(dpid, {}).values())
 
+    def pending_total(self) -> int:
+        """Number of rules sent to any switch and awaiting a barrier reply."""
+        return sum(len(b) for q in self._inflight.values() for b in q.values())
+
     def status(self, rule: FlowRule) -> str:
         """``"installed"`` when ``rule`` (same priority, match, actions and cookie) is
         confirmed on its switch, else ``"pending"``."""

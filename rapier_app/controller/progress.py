@@ -261,6 +261,7 @@ class ProgressMixin:
                 self.ended_s[c.coflow_id] = now
                 coflow_done = True
                 ended.append(c)
+                self.metrics.cct.observe(c.cct_s)
                 self._log("info", "coflow %s done: CCT %.3f s", c.coflow_id, c.cct_s)
         self._record_finished(finished, ended, now)
         if (self.reschedule_mode() == "coflow" and not coflow_done

@@ -27,6 +27,7 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         text, "topology": {...}} (pin a discovered
                                         fabric: topology = file:PATH)
     GET    /rapier/v1/schedule         -> 200 the schedule in force
+    GET    /metrics                    -> 200 Prometheus text format (:mod:`.metrics`)
     GET    /rapier/v1/health           -> 200 {"ok": true, "status": ok|discovering|
                                         degraded, "differences": [...], ...}
 
@@ -248,6 +249,22 @@ def _not_allowed(path: str, allowed: str):
 _OTHER = ["POST", "PUT", "DELETE", "PATCH"]
 
 
+def _metrics_response(core) -> Response:
+    """``GET /metrics``: the core's :class:`~.metrics.CoreMetrics` exposition (a bare
+    JSON 500 if collecting fails, the traceback in the log)."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    try:
+        body = core.metrics.exposition()
+    except Exception:  # noqa: BLE001 -- report, never kill the server
+        LOG.exception("REST GET /metrics failed")
+        return json_response(500, {"error": "internal error (see the controller log)",
+                                   "field": None})
+    resp = Response(status=200, body=body)
+    resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return resp
+
+
 class RapierRestController(ControllerBase):
     """Ryu WSGI controller for the coflow API (see the module docstring)."""
 
@@ -346,6 +363,14 @@ class RapierRestController(ControllerBase):
         """The schedule in force (paths and rates per flow, fallbacks, solve time)."""
         return 200, self.app.core.schedule_view()
 
+    @route("rapier", "/metrics", methods=["GET", "HEAD"])
+    def get_metrics(self, req, **_kwargs):
+        """Prometheus text format of the controller's metrics (:mod:`.metrics`), content
+        type ``prometheus_client.CONTENT_TYPE_LATEST``.  Same rules as the other read
+        routes (same listen address; the bearer token is needed for mutating methods
+        only); errors as :func:`rest_method` (JSON)."""
+        return _metrics_response(self.app.core)
+
     @route("rapier", PREFIX + "/health", methods=["GET", "HEAD"])
     @rest_method
     def get_health(self, req, **_kwargs):
@@ -372,6 +397,8 @@ class RapierRestController(ControllerBase):
         _not_allowed(PREFIX + "/topology/file", "GET, HEAD"))
     not_allowed_schedule = route("rapier", PREFIX + "/schedule", methods=_OTHER)(
         _not_allowed(PREFIX + "/schedule", "GET, HEAD"))
+    not_allowed_metrics = route("rapier", "/metrics", methods=_OTHER)(
+        _not_allowed("/metrics", "GET, HEAD"))
     not_allowed_health = route("rapier", PREFIX + "/health", methods=_OTHER)(
         _not_allowed(PREFIX + "/health", "GET, HEAD"))
 
