@@ -75,7 +75,7 @@ def test_ryu_manager_finds_the_app_in_the_package():
 
 
 def test_oslo_options_have_the_documented_defaults():
-    from rapier_app.controller.app import CONF, settings_from_conf
+    from rapier_app.controller.ryuconf import CONF, settings_from_conf
 
     CONF([], project="ryu", default_config_files=[])
     s = settings_from_conf(CONF)

@@ -25,7 +25,7 @@ def call(app, method, path):
 
 @pytest.fixture
 def app(monkeypatch):
-    monkeypatch.setattr(app_mod, "_observe_links", lambda conf=None: True)
+    monkeypatch.setattr(app_mod, "observe_links", lambda conf=None: True)
     wsgi = WSGIApplication()
     a = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
         scheduler="rapier", topology="discover", agent_url="", link_bps=10e6,
@@ -35,7 +35,7 @@ def app(monkeypatch):
 
 
 def test_discover_needs_lldp(monkeypatch):
-    monkeypatch.setattr(app_mod, "_observe_links", lambda conf=None: False)
+    monkeypatch.setattr(app_mod, "observe_links", lambda conf=None: False)
     with pytest.raises(SettingsError, match="^topology: discover needs .*--observe-links"):
         controller_pkg.RapierController(wsgi=WSGIApplication(), rapier_settings=Settings(
             topology="discover", agent_url="", state_db=":memory:"))

@@ -1,7 +1,7 @@
 """The controller's option table (``rapier_app/controller/options.toml``, issue 15).
 
 Every option is declared once there; :class:`Settings` (fields, defaults, docstring)
-and ``app.OPTS`` (oslo.config) are generated from it.  These tests check that both
+and ``ryuconf.OPTS`` (oslo.config) are generated from it.  These tests check that both
 follow the table, that ``configs/rapier.conf`` names every option, and that a
 malformed table is refused with a message naming the option and the key.
 """
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from rapier_app.controller.app import OPTS
+from rapier_app.controller.ryuconf import OPTS
 from rapier_app.controller.settings import (OPTIONS, SECTIONS, OptionTableError, Settings,
                                             parse_option_table)
 

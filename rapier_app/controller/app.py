@@ -13,7 +13,7 @@ Each handler finds the object, calls one core method and sends what it returns:
   at ERROR level and shown by ``GET /rapier/v1/topology``;
 * REST (:mod:`.rest`): submit and cancel coflows.
 
-Consistency and durability (issue 14):
+Consistency and durability:
 
 * one writer per switch: every message for a switch goes through its outbox, in the
   order of the core calls (the core runs under one lock and its result is queued
@@ -33,27 +33,23 @@ the idle completion rule, scheduler wake-ups, retries of failed agent pushes) an
 the agent pusher (one ``PUT /v1/flows`` per host whose rate set changed, latest set
 wins, short timeouts; an unreachable agent is logged and retried).
 
-Options (oslo.config group ``[rapier]``, see ``configs/rapier.conf``): :data:`OPTS`,
-built from the option table ``options.toml`` (:data:`.settings.OPTIONS`), which
-:class:`~.settings.Settings` is built from too.
+Options (oslo.config group ``[rapier]``, see ``configs/rapier.conf``):
+:data:`.ryuconf.OPTS`, built from the option table ``options.toml``
+(:data:`.settings.OPTIONS`), which :class:`~.settings.Settings` is built from too.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from dataclasses import fields
 from typing import Any, Callable, Dict, Iterable, Optional, Set
 
 from .compat import ensure_eventlet_compat
 
 ensure_eventlet_compat()
 
-from oslo_config.cfg import Error as ConfigError  # noqa: E402
-from ryu import cfg  # noqa: E402
 from ryu.app.wsgi import WSGIApplication  # noqa: E402
 from ryu.base import app_manager  # noqa: E402
 from ryu.controller import ofp_event  # noqa: E402
@@ -68,68 +64,13 @@ from .httpserver import configure_wsgi_server  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
 from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
-from .settings import OPTIONS, Settings, SettingsError  # noqa: E402
+from .settings import Settings, SettingsError  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 from ..errors import RapierError  # noqa: E402
+from .ryuconf import CONF, observe_links, refuse_to_start, settings_from_conf  # noqa: E402
 from ..warmup import ensure_warm  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
-
-#: oslo.config option class per option type of the table (:data:`.settings.OPTIONS`).
-_OPT_CLASSES = {"str": cfg.StrOpt, "float": cfg.FloatOpt, "int": cfg.IntOpt,
-                "bool": cfg.BoolOpt}
-
-#: The controller's options, group ``[rapier]``: one per entry of ``options.toml``
-#: (:data:`.settings.OPTIONS`), with its default (the controller's: ``state_db`` is on),
-#: help text, bounds and secrecy.
-OPTS = [_OPT_CLASSES[o.type](o.name, default=o.controller_default(), help=o.help,
-                             **o.oslo)
-        for o in OPTIONS]
-
-CONF = cfg.CONF
-CONF.register_opts(OPTS, group="rapier")
-
-
-def _observe_links(conf=CONF) -> bool:
-    """True when Ryu's LLDP link discovery runs (``--observe-links``)."""
-    try:
-        return bool(conf.observe_links)
-    except Exception:  # noqa: BLE001 -- option not registered: ryu.topology not loaded
-        return False
-
-
-def settings_from_conf(conf=CONF) -> Settings:
-    """:class:`Settings` from the ``[rapier]`` group of an oslo.config object.
-
-    Raises:
-        SettingsError: a bad value, naming the option.
-    """
-    group = conf.rapier
-    values = {}
-    for f in fields(Settings):
-        try:
-            values[f.name] = getattr(group, f.name)
-        except ConfigError as exc:  # e.g. "max_flows = abc" in the config file
-            raise SettingsError(f"{f.name}: {exc}") from None
-    return Settings(**values).validate()
-
-
-#: Exit status of ``ryu-manager`` when the controller refuses to start.
-REFUSE_EXIT = 2
-
-
-def refuse_to_start(exc: BaseException, stream=None) -> None:
-    """Print ``rapier: <field>: <message>`` as one line on ``stream`` (stderr) and exit
-    with :data:`REFUSE_EXIT`: how the controller run by ``ryu-manager`` reports a bad
-    option or topology file instead of a traceback.
-
-    Raises:
-        SystemExit: always, with status 2.
-    """
-    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    print(f"rapier: {text}", file=stream or sys.stderr, flush=True)
-    raise SystemExit(REFUSE_EXIT)
-
 
 class RapierController(app_manager.RyuApp):
     """RAPIER coflow controller (OpenFlow 1.3).
@@ -168,8 +109,8 @@ class RapierController(app_manager.RyuApp):
         warm_s = ensure_warm(self.settings.scheduler)
         if warm_s is not None:
             LOG.info("kernels ready for %s in %.2f s", self.settings.scheduler, warm_s)
-        self.core.links_observed = self.core.discover_mode or _observe_links()
-        if self.core.discover_mode and not _observe_links():
+        self.core.links_observed = self.core.discover_mode or observe_links()
+        if self.core.discover_mode and not observe_links():
             raise SettingsError("topology: discover needs Ryu's LLDP link discovery: "
                                 "start ryu-manager with --observe-links")
         self.core.wall_clock = time.perf_counter

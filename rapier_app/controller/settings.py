@@ -4,7 +4,7 @@ file) and the scheduler they name (:func:`build_scheduler`).
 Every option is declared once, in the table ``options.toml`` beside this module
 (name, type, default, help text, oslo.config bounds; read by
 :func:`parse_option_table` into :data:`OPTIONS`): :class:`Settings` gets its fields,
-defaults and docstring from it, and :data:`.app.OPTS` its oslo.config options.
+defaults and docstring from it, and :data:`.ryuconf.OPTS` its oslo.config options.
 
 Units: bit/s for rates, seconds for times, bytes for sizes.  Part of the controller's
 pure core (:mod:`.core`); no Ryu import.
@@ -240,7 +240,7 @@ class Settings(_Fields):
     """Controller options (the ``[rapier]`` section of the oslo.config file).
 
     Declared once, in ``rapier_app/controller/options.toml``: the fields, their
-    defaults, the list below and the oslo.config options (``app.OPTS``) all come from
+    defaults, the list below and the oslo.config options (``ryuconf.OPTS``) all come from
     that table.  Units: bit/s for rates, seconds for times, bytes for sizes.
     """
 
