@@ -79,6 +79,67 @@ from .views import ViewsMixin
 BITS = 8.0
 
 
+
+class DesiredRules(dict):
+    """The coflow rules the controller wants on the switches: ``{(dpid, flow_id):
+    FlowRule}`` (a dict), indexed by flow so that a flow's rules are found without
+    walking every rule (a coflow's view costs its own flows' rules, not all of them).
+
+    Every dict mutation keeps the index (``d[k] = r``, ``del``, ``pop``,
+    ``popitem``, ``setdefault``, ``update``, ``clear``).
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+        self._by_flow: Dict[str, Dict[Tuple[int, str], FlowRule]] = {}
+        self.update(*args, **kwargs)
+
+    def __setitem__(self, key, rule) -> None:
+        super().__setitem__(key, rule)
+        self._by_flow.setdefault(key[1], {})[key] = rule
+
+    def __delitem__(self, key) -> None:
+        super().__delitem__(key)
+        self._unindex(key)
+
+    def _unindex(self, key) -> None:
+        mine = self._by_flow.get(key[1])
+        if mine is not None:
+            mine.pop(key, None)
+            if not mine:
+                del self._by_flow[key[1]]
+
+    def pop(self, key, *default):
+        had = key in self
+        out = super().pop(key, *default)
+        if had:
+            self._unindex(key)
+        return out
+
+    def popitem(self):
+        key, rule = super().popitem()
+        self._unindex(key)
+        return key, rule
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, *args, **kwargs) -> None:
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_flow.clear()
+
+    def of_flow(self, flow_id: str) -> List[FlowRule]:
+        """Flow ``flow_id``'s rules, in the order they were set (a new list; empty
+        for a flow with none)."""
+        return list(self._by_flow.get(flow_id, {}).values())
+
+
 class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, CoexistMixin,
                      FabricMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
@@ -123,7 +184,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
                                                  "wrong": 0, "stale": 0}
         self.tracks: Dict[str, FlowTrack] = {}
         self.flow_by_cookie: Dict[int, FlowState] = {}
-        self.desired: Dict[Tuple[int, str], FlowRule] = {}
+        self._desired = DesiredRules()
         self.ledger = RuleLedger()
         self.store = store
         self._pushes = PushBook(self.agent_url)
@@ -291,7 +352,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
 
     def _apply(self, sched: Schedule, active: Sequence[CoflowState]) -> Actions:
         acts = Actions()
-        desired: Dict[Tuple[int, str], FlowRule] = {}
+        desired = DesiredRules()
         limits: Dict[str, List[Dict[str, Any]]] = {}
         for c in active:
             fb = c.coflow_id in sched.fallback or self.decision.get(c.coflow_id) == BACKGROUND
@@ -325,6 +386,17 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         else:
             self._pushes.limits = limits
         return acts
+
+    @property
+    def desired(self) -> DesiredRules:
+        """Every coflow rule the controller wants on the switches, ``{(dpid,
+        flow_id): FlowRule}``, indexed by flow (:class:`DesiredRules`); a plain
+        dict assigned here is indexed on assignment."""
+        return self._desired
+
+    @desired.setter
+    def desired(self, rules) -> None:
+        self._desired = rules if isinstance(rules, DesiredRules) else DesiredRules(rules)
 
     # -- what the switches hold (barrier-confirmed, issue 14) --------------------------
     @property
@@ -426,11 +498,11 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
 
     def rule_states(self, flow_id: str) -> Dict[str, int]:
         """``{"installed": n, "pending": m}``: the flow's desired rules confirmed by a
-        barrier reply, and not (yet)."""
+        barrier reply, and not (yet).  Touches that flow's rules only
+        (:meth:`DesiredRules.of_flow`)."""
         out = {"installed": 0, "pending": 0}
-        for (_, fid), r in self.desired.items():
-            if fid == flow_id:
-                out[self.ledger.status(r)] += 1
+        for r in self.desired.of_flow(flow_id):
+            out[self.ledger.status(r)] += 1
         return out
 
     def coflow_view(self, cid: str) -> Dict[str, Any]:
@@ -555,4 +627,4 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
     return core
 
 
-__all__ = ["ControllerCore", "make_core"]
+__all__ = ["ControllerCore", "DesiredRules", "make_core"]

@@ -1,0 +1,164 @@
+"""Reads that never freeze the controller: a coflow's view touches its own flows'
+rules only (the rules are indexed by flow), not every rule the controller holds.
+
+Counted, not timed: a spy on the desired-rule table counts every rule a view walks
+through and every ``RuleLedger.status`` call.  The small case's JSON is what the
+implementation that scanned every rule per flow answered (kept verbatim below).
+"""
+
+import json
+import os
+
+from rapier_app.controller.core import DesiredRules, make_core
+from rapier_app.controller.settings import Settings
+
+MB = 1 << 20
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _body(cid, n, k=8, port0=5000):
+    """Coflow ``cid`` of ``n`` flows between the hosts h1..h``k`` (distinct ports)."""
+    flows = []
+    for i in range(n):
+        s = 1 + i % k
+        d = 1 + (i + 1 + i // k) % k
+        if d == s:
+            d = 1 + s % k
+        flows.append({"src": f"h{s}", "dst": f"h{d}", "size_bytes": (1 + i % 5) * MB,
+                      "dst_port": port0 + i})
+    return json.dumps({"id": cid, "flows": flows}).encode()
+
+
+def _confirm(core, acts, xid0, answer=True):
+    """Hand ``acts``' rules to fake switches (one batch and barrier per dpid);
+    answer the barriers when ``answer``.  Returns the next free xid."""
+    xid = xid0
+    by_dpid = {}
+    for r in acts.rules:
+        by_dpid.setdefault(r.dpid, []).append(r)
+    for dpid, rules in sorted(by_dpid.items()):
+        items = []
+        for r in rules:
+            items.append((xid, r))
+            xid += 1
+        core.rules_sent(dpid, xid, items)
+        if answer:
+            core.barrier_reply(dpid, xid)
+        xid += 1
+    return xid
+
+
+def small_case():
+    """Three coflows on leafspine:3,3,3 with the baseline scheduler: ``a`` and
+    ``b`` installed, ``a`` cancelled, then ``c`` whose rules stay pending."""
+    core = make_core(Settings(scheduler="baseline", agent_url=""))
+    xid = 1
+    for cid, n, port0 in (("a", 3, 5000), ("b", 4, 6000)):
+        _, acts = core.submit(_body(cid, n, k=9, port0=port0), float(len(core.coflows)))
+        xid = _confirm(core, acts, xid)
+    xid = _confirm(core, core.cancel("a", 2.0), xid)
+    _, acts = core.submit(_body("c", 2, k=9, port0=7000), 3.0)
+    _confirm(core, acts, xid, answer=False)
+    return core
+
+
+class SpyRules(DesiredRules):
+    """The desired-rule table, counting the rules walked by a full scan."""
+
+    scanned = 0
+
+    def items(self):
+        for kv in super().items():
+            SpyRules.scanned += 1
+            yield kv
+
+    def values(self):
+        for v in super().values():
+            SpyRules.scanned += 1
+            yield v
+
+    def __iter__(self):
+        for k in super().__iter__():
+            SpyRules.scanned += 1
+            yield k
+
+
+def _spy(core):
+    core.desired = SpyRules(core.desired)
+    calls = {"status": 0}
+    status = core.ledger.status
+
+    def counted(rule):
+        calls["status"] += 1
+        return status(rule)
+
+    core.ledger.status = counted
+    SpyRules.scanned = 0
+    return calls
+
+
+def test_small_case_views_unchanged():
+    with open(os.path.join(HERE, "data", "controller_reads_small.json")) as fh:
+        expected = json.load(fh)
+    core = small_case()
+    got = {"coflows": core.coflows_page(), "one": core.coflow_view("b"),
+           "schedule": {k: v for k, v in core.schedule_view().items() if k != "solve_s"}}
+    assert json.loads(json.dumps(got, sort_keys=True)) == expected
+    # the case exercises both states and a cancelled coflow
+    states = {json.dumps(f["rules"]) for c in got["coflows"]["coflows"] for f in c["flows"]}
+    assert len(states) >= 2
+    assert [c["state"] for c in got["coflows"]["coflows"]] == ["cancelled", "active", "active"]
+
+
+def test_views_touch_only_their_coflows_rules():
+    core = make_core(Settings(scheduler="baseline", agent_url=""))
+    xid = 1
+    for i in range(19):
+        _, acts = core.submit(_body(f"c{i}", 1000, k=9, port0=1024 + 1000 * i), float(i))
+        xid = _confirm(core, acts, xid)
+    total = len(core.desired)
+    assert total >= 19 * 1000
+    calls = _spy(core)
+    view = core.coflow_view("c7")
+    mine = sum(f["rules"]["installed"] + f["rules"]["pending"] for f in view["flows"])
+    assert len(view["flows"]) == 1000 and mine >= 1000
+    assert all(f["rules"]["pending"] == 0 and f["rules"]["installed"] >= 1
+               for f in view["flows"])
+    assert SpyRules.scanned == 0          # no walk over every rule
+    assert calls["status"] == mine        # one ledger look-up per own rule
+    # the twentieth POST: its reply (view built after the decision) touches its own
+    # flows' rules only, not the 19 other coflows'
+    c, acts = core.submit(_body("c19", 1000, k=9, port0=30000), 19.0)
+    _confirm(core, acts, xid)
+    calls = _spy(core)
+    view = core.coflow_view("c19")
+    mine = sum(f["rules"]["installed"] + f["rules"]["pending"] for f in view["flows"])
+    assert len(view["flows"]) == 1000
+    assert SpyRules.scanned == 0
+    assert calls["status"] == mine < len(core.desired) / 10
+    # a page of two coflows: two coflows' rules
+    calls = _spy(core)
+    page = core.coflows_page(limit=2, offset=3)
+    assert [c["id"] for c in page["coflows"]] == ["c3", "c4"]
+    assert SpyRules.scanned == 0
+    assert calls["status"] == sum(f["rules"]["installed"] + f["rules"]["pending"]
+                                  for c in page["coflows"] for f in c["flows"])
+
+
+def test_index_follows_every_change():
+    """The by-flow index agrees with a full scan after submits, decisions,
+    cancellations and direct edits."""
+    core = small_case()
+    core.desired = dict(core.desired)  # a plain dict given back is indexed too
+    assert isinstance(core.desired, DesiredRules)
+    for fid in {fid for _, fid in core.desired}:
+        scan = {k: r for k, r in core.desired.items() if k[1] == fid}
+        assert core.desired.of_flow(fid) == list(scan.values())
+    k = next(iter(core.desired))
+    r = core.desired.pop(k)
+    assert r not in core.desired.of_flow(k[1])
+    core.desired[k] = r
+    assert r in core.desired.of_flow(k[1])
+    del core.desired[k]
+    assert r not in core.desired.of_flow(k[1])
+    assert core.desired.of_flow("no-such-flow") == []
