@@ -187,6 +187,16 @@ class DurabilityMixin:
         Raises:
             RequestError: 400 naming ``state``, ``limit`` or ``offset``.
         """
+        page = self.page_ids(state, limit, offset)
+        views = [self.coflow_view(cid) for cid in page.pop("ids")]
+        return {"coflows": views, **page}
+
+    def page_ids(self, state: Optional[str] = None, limit: Optional[int] = None,
+                 offset: int = 0) -> Dict[str, Any]:
+        """The ids of a page of :meth:`coflows_page` without their views:
+        ``{"ids": [...], "total", "offset", "limit", "next_offset"}`` (arguments and
+        errors as :meth:`coflows_page`), so that a caller can build the views one
+        coflow at a time."""
         states = self._parse_states(state)
         cap = self.settings.page_limit
         if limit is None:
@@ -201,9 +211,8 @@ class DurabilityMixin:
             ids = [cid for cid, st in self.state.items() if states is None or st in states]
             total = len(ids)
             ids = ids[offset:offset + limit]
-        views = [self.coflow_view(cid) for cid in ids]
         nxt = offset + len(ids)
-        return {"coflows": views, "total": total, "offset": offset, "limit": limit,
+        return {"ids": list(ids), "total": total, "offset": offset, "limit": limit,
                 "next_offset": nxt if nxt < total else None}
 
     @staticmethod
