@@ -12,6 +12,15 @@ Usage::
 
 Prints POST and health latency percentiles (s), and the decision worker's counters
 from ``GET /rapier/v1/schedule`` (decisions, budget_exceeded).
+
+Large coflows and reads (``/health`` still asked every 50 ms)::
+
+    .venv/bin/python benchmarks/controller_post_latency.py --clients 1 --per-client 20 \
+        --flows 1000 --reads --scheduler baseline
+
+``--flows N`` gives every coflow N flows; ``--reads`` then times ``GET
+/rapier/v1/coflows`` (the default page) and ``GET /rapier/v1/coflows/<id>`` of the
+last coflow, and the last POST is printed on its own.
 """
 
 from __future__ import annotations
@@ -45,6 +54,9 @@ def main(argv=None) -> int:
     ap.add_argument("--per-client", type=int, default=50)
     add_workload_options(ap, "topology", topology=dict(default="fattree:4"))
     ap.add_argument("--scheduler", default="rapier")
+    ap.add_argument("--flows", type=int, default=1, help="flows per coflow (default 1)")
+    ap.add_argument("--reads", action="store_true",
+                    help="then time GET /coflows and GET /coflows/<id>")
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="rapier-lat-")
     try:
@@ -63,10 +75,14 @@ def main(argv=None) -> int:
         def worker(k):
             rnd = random.Random(k)
             for i in range(args.per_client):
-                s, d = rnd.sample(names, 2)
-                body = {"id": f"b{k}-{i}", "flows": [
-                    {"src": s, "dst": d, "size_bytes": rnd.randint(1, 100) << 20,
-                     "dst_port": 10000 + 1000 * k + i}]}
+                flows = []
+                for j in range(args.flows):
+                    s, d = rnd.sample(names, 2)
+                    port = 10000 + 1000 * k + i if args.flows == 1 else \
+                        1024 + ((k * args.per_client + i) * args.flows + j) % 64000
+                    flows.append({"src": s, "dst": d, "size_bytes": rnd.randint(1, 100) << 20,
+                                  "dst_port": port})
+                body = {"id": f"b{k}-{i}", "flows": flows}
                 t = time.perf_counter()
                 st, _ = client.request(base, "POST", "/rapier/v1/coflows", body, timeout=60)
                 post_lat.append(time.perf_counter() - t)
@@ -89,6 +105,13 @@ def main(argv=None) -> int:
         for t in ts:
             t.join()
         wall = time.perf_counter() - t0
+        reads = []
+        if args.reads:
+            for path in ("/rapier/v1/coflows",
+                         f"/rapier/v1/coflows/b0-{args.per_client - 1}"):
+                t = time.perf_counter()
+                st, _ = client.request(base, "GET", path, timeout=600)
+                reads.append((path, st, time.perf_counter() - t))
         time.sleep(1.0)
         done.set()
         h.join()
@@ -97,6 +120,10 @@ def main(argv=None) -> int:
               f"({args.scheduler}): {wall:.1f} s, failures {failures}")
         print(f"POST   p50 {statistics.median(post_lat):.4f} s  p99 {_pct(post_lat, .99):.4f} s  "
               f"max {max(post_lat):.4f} s")
+        if args.flows > 1 or args.reads:
+            print(f"last POST {post_lat[-1]:.4f} s ({args.flows} flows per coflow)")
+        for path, st, dt in reads:
+            print(f"GET {path}: {st} in {dt:.4f} s")
         print(f"health p50 {statistics.median(health_lat):.4f} s  p99 "
               f"{_pct(health_lat, .99):.4f} s  max {max(health_lat):.4f} s "
               f"({len(health_lat)} requests)")
