@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     try:
         hosts = client.request(base, "GET", "/rapier/v1/topology")[1]["hosts"]
         names = [h["name"] for h in hosts]
-        post_lat, health_lat, failures = [], [], []
+        post_lat, health_lat, health_at, failures = [], [], [], []
         done = threading.Event()
 
         def worker(k):
@@ -94,6 +94,7 @@ def main(argv=None) -> int:
                 t = time.perf_counter()
                 st, _ = client.request(base, "GET", "/rapier/v1/health", timeout=30)
                 health_lat.append(time.perf_counter() - t)
+                health_at.append(t)
                 time.sleep(0.05)
 
         h = threading.Thread(target=health)
@@ -106,12 +107,14 @@ def main(argv=None) -> int:
             t.join()
         wall = time.perf_counter() - t0
         reads = []
+        t_reads = time.perf_counter()
         if args.reads:
             for path in ("/rapier/v1/coflows",
                          f"/rapier/v1/coflows/b0-{args.per_client - 1}"):
                 t = time.perf_counter()
                 st, _ = client.request(base, "GET", path, timeout=600)
                 reads.append((path, st, time.perf_counter() - t))
+        t_end = time.perf_counter()
         time.sleep(1.0)
         done.set()
         h.join()
@@ -124,6 +127,10 @@ def main(argv=None) -> int:
             print(f"last POST {post_lat[-1]:.4f} s ({args.flows} flows per coflow)")
         for path, st, dt in reads:
             print(f"GET {path}: {st} in {dt:.4f} s")
+        if reads:
+            during = [x for x, t in zip(health_lat, health_at) if t_reads <= t <= t_end]
+            print(f"health during the reads: max {max(during, default=0):.4f} s "
+                  f"({len(during)} requests)")
         print(f"health p50 {statistics.median(health_lat):.4f} s  p99 "
               f"{_pct(health_lat, .99):.4f} s  max {max(health_lat):.4f} s "
               f"({len(health_lat)} requests)")

@@ -315,7 +315,8 @@ class RapierController(app_manager.RyuApp):
         """``GET /coflows``: see :meth:`~.durability.DurabilityMixin.coflows_page`.
 
         The lock is taken once for the page's ids, then once per coflow for its
-        view, so that ``/health``, POSTs and decisions interleave with a large page;
+        view, yielding to the hub in between, so that ``/health``, POSTs and
+        decisions interleave with a large page;
         a coflow that left memory in between (retention, no database) is left out,
         as it would be from a page asked a moment later."""
         with self._lock:
@@ -328,6 +329,7 @@ class RapierController(app_manager.RyuApp):
                 except RequestError as exc:
                     if exc.status != 404:
                         raise
+            hub.sleep(0)  # green threads: let /health and POSTs in between coflows
         return {"coflows": views, **page}
 
     def observed(self) -> Dict[str, Any]:
