@@ -312,13 +312,9 @@ class RapierController(app_manager.RyuApp):
             return {"finished": finished, "coflow": self.core.coflow_view(coflow_id)}
 
     def coflows_page(self, state=None, limit=None, offset=0) -> Dict[str, Any]:
-        """``GET /coflows``: see :meth:`~.durability.DurabilityMixin.coflows_page`.
-
-        The lock is taken once for the page's ids, then once per coflow for its
-        view, yielding to the hub in between, so that ``/health``, POSTs and
-        decisions interleave with a large page;
-        a coflow that left memory in between (retention, no database) is left out,
-        as it would be from a page asked a moment later."""
+        """``GET /coflows`` (:meth:`~.durability.DurabilityMixin.coflows_page`), the
+        lock taken per coflow, yielding in between (``/health``, POSTs, decisions go
+        on); a coflow that left memory meanwhile is left out."""
         with self._lock:
             page = self.core.page_ids(state, limit, offset)
         views = []
