@@ -17,10 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 from webob import Request
 
-import rapier_app.controller as controller_pkg
 from rapier_app.controller import agent_client
-from rapier_app.controller.settings import Settings
-from ryu.app.wsgi import WSGIApplication
+from test_rest_security import make_app as rest_security_app
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = "s3cret-token-for-tests-0123"
@@ -29,13 +27,8 @@ STEP_S = 0.003  # every decision takes this long on the fake wall clock
 
 
 def make_app(**kw):
-    wsgi = WSGIApplication()
-    opts = dict(scheduler="rapier", topology="leafspine:3,3,3", agent_url="",
-                state_db=":memory:")
-    opts.update(kw)
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(**opts))
-    app.wsgi = wsgi
-    return app
+    """test_rest_security's in-process app, with ``rapier`` unless told otherwise."""
+    return rest_security_app(**{"scheduler": "rapier", **kw})
 
 
 def fake_wall_clock(step_s):
