@@ -32,5 +32,6 @@ setup(
         "rapier-bench=rapier_app.experiments.bench:main",
         "rapier-experiment=rapier_app.experiments.cli:main",
         "rapier-topology=rapier_app.topology_cli:main",
+        "rapier-config=rapier_app.config_cli:main",
     ]},
 )

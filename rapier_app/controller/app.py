@@ -64,10 +64,11 @@ from .httpserver import configure_wsgi_server  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
 from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
-from .settings import Settings, SettingsError  # noqa: E402
+from .settings import Settings  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 from ..errors import RapierError  # noqa: E402
-from .ryuconf import CONF, observe_links, refuse_to_start, settings_from_conf  # noqa: E402
+from .ryuconf import (CONF, check_observe_links, observe_links,  # noqa: E402
+                      refuse_to_start, settings_from_conf)
 from ..httpjson import RequestError  # noqa: E402
 from ..warmup import ensure_warm  # noqa: E402
 
@@ -111,9 +112,7 @@ class RapierController(app_manager.RyuApp):
         if warm_s is not None:
             LOG.info("kernels ready for %s in %.2f s", self.settings.scheduler, warm_s)
         self.core.links_observed = self.core.discover_mode or observe_links()
-        if self.core.discover_mode and not observe_links():
-            raise SettingsError("topology: discover needs Ryu's LLDP link discovery: "
-                                "start ryu-manager with --observe-links")
+        check_observe_links(self.settings, observe_links())
         self.core.wall_clock = time.perf_counter
         # The clock carries on from the first run on this database (0 = its epoch).
         epoch = self.core.clock_epoch(time.time())

@@ -585,6 +585,43 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         return t is not None and t <= now
 
 
+def topology_from_settings(settings: Settings) -> Topology:
+    """The topology ``settings`` name (``topology``, ``link_bps``, ``path_slack``): an
+    empty one that grows as switches connect for ``topology = discover``.  What
+    :func:`make_core` builds, and what ``rapier-config check`` checks.
+
+    Raises:
+        SettingsError: bad topology spec, or a topology file that cannot be read,
+            does not parse or does not validate (``topology: ...``).
+    """
+    try:
+        if settings.topology.strip().lower() == DISCOVER:
+            topo = Topology("discovered").freeze()  # grows as switches connect
+        else:
+            topo = build_topology(settings.topology, settings.link_bps)
+        if settings.path_slack is not None:
+            topo.set_path_slack(settings.path_slack)
+    except TopologyError as exc:
+        msg = str(exc)
+        raise SettingsError(msg if msg.startswith("topology:") else f"topology: {msg}") from None
+    return topo
+
+
+def scheduler_from_settings(settings: Settings, topo: Topology):
+    """:func:`.settings.build_scheduler` with its error named ``scheduler: ...``.
+
+    Raises:
+        SettingsError: unknown scheduler name or parameters it refuses.
+    """
+    from ..scheduling import SchedulerError
+
+    try:
+        return build_scheduler(settings, topo)
+    except SchedulerError as exc:
+        msg = str(exc)
+        raise SettingsError(msg if msg.startswith("scheduler:") else f"scheduler: {msg}") from None
+
+
 def make_core(settings: Settings, log=None) -> ControllerCore:
     """Build topology, scheduler and core from ``settings``.
 
@@ -596,23 +633,8 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
         database that cannot be used (``state_db: ...``: corrupt, newer schema).
     """
     settings.validate()
-    try:
-        if settings.topology.strip().lower() == DISCOVER:
-            topo = Topology("discovered").freeze()  # grows as switches connect
-        else:
-            topo = build_topology(settings.topology, settings.link_bps)
-        if settings.path_slack is not None:
-            topo.set_path_slack(settings.path_slack)
-    except TopologyError as exc:
-        msg = str(exc)
-        raise SettingsError(msg if msg.startswith("topology:") else f"topology: {msg}") from None
-    from ..scheduling import SchedulerError
-
-    try:
-        sched = build_scheduler(settings, topo)
-    except SchedulerError as exc:
-        msg = str(exc)
-        raise SettingsError(msg if msg.startswith("scheduler:") else f"scheduler: {msg}") from None
+    topo = topology_from_settings(settings)
+    sched = scheduler_from_settings(settings, topo)
     store = None
     if settings.store_enabled:
         try:
@@ -627,4 +649,5 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
     return core
 
 
-__all__ = ["ControllerCore", "DesiredRules", "make_core"]
+__all__ = ["ControllerCore", "DesiredRules", "make_core", "scheduler_from_settings",
+           "topology_from_settings"]

@@ -7,6 +7,7 @@ Ryu glue (imports ``ryu.cfg``); the pure option table is :mod:`.settings`.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import fields
 
@@ -19,8 +20,8 @@ from ryu import cfg  # noqa: E402
 
 from .settings import OPTIONS, Settings, SettingsError  # noqa: E402
 
-__all__ = ["CONF", "OPTS", "REFUSE_EXIT", "observe_links", "refuse_to_start",
-           "settings_from_conf"]
+__all__ = ["CONF", "OPTS", "REFUSE_EXIT", "check_observe_links", "observe_links",
+           "refusal_text", "refuse_to_start", "settings_from_conf"]
 
 #: oslo.config option class per option type of the table (:data:`.settings.OPTIONS`).
 _OPT_CLASSES = {"str": cfg.StrOpt, "float": cfg.FloatOpt, "int": cfg.IntOpt,
@@ -45,6 +46,37 @@ def observe_links(conf=CONF) -> bool:
         return False
 
 
+def check_observe_links(settings: Settings, observed: bool) -> None:
+    """Refuse ``topology = discover`` without Ryu's LLDP link discovery.
+
+    Args:
+        settings: the controller's options.
+        observed: whether ``--observe-links`` is on (:func:`observe_links`).
+
+    Raises:
+        SettingsError: ``topology: discover needs ...`` (the controller does not start).
+    """
+    if settings.topology.strip().lower() == "discover" and not observed:
+        raise SettingsError("topology: discover needs Ryu's LLDP link discovery: "
+                            "start ryu-manager with --observe-links")
+
+
+#: oslo.config's ConfigFileValueError text: "Value for option NAME from LOCATION is not
+#: valid: REASON" (the location is a repr of oslo's internals).
+_OSLO_VALUE_ERROR = re.compile(r"^Value for option \S+ from .* is not valid: (?P<reason>.*)$",
+                               re.DOTALL)
+
+
+def _value_error(name: str, exc: Exception) -> str:
+    """``not a valid <type>: <reason>`` from an oslo.config value error on option
+    ``name`` (its text as is when it has another form)."""
+    m = _OSLO_VALUE_ERROR.match(str(exc))
+    if m is None:
+        return str(exc)
+    kind = next((o.type for o in OPTIONS if o.name == name), "value")
+    return f"not a valid {kind}: {m.group('reason')}"
+
+
 def settings_from_conf(conf=CONF) -> Settings:
     """:class:`Settings` from the ``[rapier]`` group of an oslo.config object.
 
@@ -57,12 +89,18 @@ def settings_from_conf(conf=CONF) -> Settings:
         try:
             values[f.name] = getattr(group, f.name)
         except ConfigError as exc:  # e.g. "max_flows = abc" in the config file
-            raise SettingsError(f"{f.name}: {exc}") from None
+            raise SettingsError(f"{f.name}: {_value_error(f.name, exc)}") from None
     return Settings(**values).validate()
 
 
 #: Exit status of ``ryu-manager`` when the controller refuses to start.
 REFUSE_EXIT = 2
+
+
+def refusal_text(exc: BaseException) -> str:
+    """The message of a refused start on one line (``<field>: <message>``, its lines
+    joined with ``; ``): what :func:`refuse_to_start` prints after ``rapier: ``."""
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 def refuse_to_start(exc: BaseException, stream=None) -> None:
@@ -73,6 +111,5 @@ def refuse_to_start(exc: BaseException, stream=None) -> None:
     Raises:
         SystemExit: always, with status 2.
     """
-    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    print(f"rapier: {text}", file=stream or sys.stderr, flush=True)
+    print(f"rapier: {refusal_text(exc)}", file=stream or sys.stderr, flush=True)
     raise SystemExit(REFUSE_EXIT)
