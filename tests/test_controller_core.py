@@ -52,7 +52,9 @@ def test_parse_resolves_names_and_ips(ls):
                                            "id": 7, "weight": 2}).encode(), ls)
     assert req["id"] == "7"
     assert req["weight"] == 2.0
-    assert req["flows"] == [("h1", "h5", 50.0 * MB, 5001), ("h2", "h6", 1000.0, 6000)]
+    assert [f[:4] for f in req["flows"]] == [("h1", "h5", 50.0 * MB, 5001),
+                                             ("h2", "h6", 1000.0, 6000)]
+    assert [(f.src_port, f.protocol) for f in req["flows"]] == [(None, "tcp")] * 2
 
 
 @pytest.mark.parametrize("body,status,field", [

@@ -94,10 +94,45 @@ def test_store_file_is_wal_and_versioned(tmp_path):
     s.close()
     with sqlite3.connect(db) as con:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     (rec,) = Store(db).load()
     assert (rec.id, rec.weight, rec.arrival_s, rec.state) == ("a", 2.0, 1.5, "active")
     assert rec.flows[0].cookie == cookie_for(1) and rec.flows[0].size_bytes == 1000.0
+
+
+#: Schema 1 (before open coflows), as the controller wrote it.
+SCHEMA_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE coflows (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+    weight REAL NOT NULL, arrival_s REAL NOT NULL, state TEXT NOT NULL, ended_s REAL,
+    finish_s REAL);
+CREATE INDEX coflows_state ON coflows (state, seq);
+CREATE TABLE flows (flow_id TEXT PRIMARY KEY, coflow_id TEXT NOT NULL REFERENCES coflows (id),
+    idx INTEGER NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, size_bytes REAL NOT NULL,
+    dst_port INTEGER, cookie INTEGER NOT NULL, bytes_sent REAL NOT NULL DEFAULT 0,
+    finish_s REAL);
+CREATE INDEX flows_coflow ON flows (coflow_id, idx);
+INSERT INTO coflows(id, weight, arrival_s, state) VALUES('old', 1.0, 0.5, 'active');
+INSERT INTO flows VALUES('old/0', 'old', 0, 'h1', 'h5', 1000.0, 5001, 2, 10.0, NULL);
+PRAGMA user_version = 1;
+"""
+
+
+def test_schema_1_file_is_upgraded_in_place(tmp_path):
+    """A database of the previous schema opens: its coflows are closed, their flows
+    TCP by destination port with known sizes."""
+    db = str(tmp_path / "v1.sqlite3")
+    with sqlite3.connect(db) as con:
+        con.executescript(SCHEMA_1)
+    s = Store(db)
+    (rec,) = s.load()
+    s.close()
+    assert (rec.id, rec.open, rec.name) == ("old", False, None)
+    fr = rec.flows[0]
+    assert (fr.flow_id, fr.dst_port, fr.src_port, fr.proto, fr.size_known, fr.start_s,
+            fr.bytes_sent) == ("old/0", 5001, None, "tcp", True, None, 10.0)
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_store_refuses_newer_corrupt_and_foreign_files(tmp_path):

@@ -61,6 +61,7 @@ from ryu.topology import event as topo_event  # noqa: E402
 
 from . import agent_client, links as linkmod, ofmsgs  # noqa: E402
 from .httpserver import configure_wsgi_server  # noqa: E402
+from .appflows import OpenFlowsAppMixin  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
 from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
@@ -74,7 +75,7 @@ from ..warmup import ensure_warm  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
 
-class RapierController(app_manager.RyuApp):
+class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
     """RAPIER coflow controller (OpenFlow 1.3).
 
     Keyword args (besides Ryu's contexts):

@@ -45,6 +45,7 @@ defines it):
   :func:`~.rules.diff_rules`;
 * :mod:`.pushes` -- :class:`AgentPush` and :class:`~.pushes.PushBook` (which host
   must be pushed);
+* :mod:`.openflows` -- open coflows, flows added over time, close, unknown sizes;
 * :mod:`.progress` -- byte counters -> progress and completions;
 * :mod:`.views` -- the REST API's JSON views;
 * :mod:`.arp` -- proxy ARP bytes;
@@ -66,12 +67,13 @@ from .durability import DurabilityMixin
 from .fabric import DISCOVER, FabricMixin
 from .ledger import RuleLedger
 from .metrics import CoreMetrics, fallback_reason
+from .openflows import OpenFlowsMixin
 from .progress import ProgressMixin
 from .reconcile import Repair, diff_table, entry_from_stats
 from .pushes import PushBook, flow_limit
 from .registry import FALLBACK, QUEUED, SCHEDULED, FlowTrack, RegistryMixin
 from .rules import (PRIORITY_COFLOW, Actions, FlowRule, check_observed, default_forwarding,
-                    diff_rules, tcp_match)
+                    diff_rules)
 from .settings import Settings, SettingsError, build_scheduler
 from .store import Store, StoreError
 from .views import ViewsMixin
@@ -140,8 +142,8 @@ class DesiredRules(dict):
         return list(self._by_flow.get(flow_id, {}).values())
 
 
-class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, CoexistMixin,
-                     FabricMixin):
+class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMixin, ViewsMixin,
+                     CoexistMixin, FabricMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
 
     Args:
@@ -205,6 +207,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         self.link_state = None
         #: Prometheus metrics of this core (``GET /metrics``, :mod:`.metrics`)
         self.metrics = CoreMetrics(self)
+        self.setup_open_flows()
         self.setup_fabric()
 
     # -- helpers ----------------------------------------------------------------
@@ -258,8 +261,10 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
             :class:`Actions` (rules to add/modify/delete, agent pushes).
         """
         active = self.active()
-        # coflows below the size threshold are background: never scheduled (.coexist)
-        planned = [c for c in active if not self.is_background(c)]
+        self.adds_pending = False
+        # coflows below the size threshold are background: never scheduled (.coexist);
+        # an open coflow with no unfinished flow has nothing to schedule (.openflows)
+        planned = [c for c in active if not self.is_background(c) and c.active_flows()]
         wall_clock = self.wall_clock
         t0 = wall_clock() if wall_clock else 0.0
         if planned:
@@ -306,9 +311,12 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         """One decision for every queued coflow (``decision`` ``queued``), taken by
         the decision worker (:mod:`.worker`) after ``POST`` returned: the same
         scheduler call as :meth:`reschedule` (all active coflows together), with the
-        budget rule of ``decision_budget_s``.  Returns its Actions (empty when
-        nothing is queued any more: another call already decided them)."""
-        if not any(self.decision.get(c.coflow_id) == QUEUED for c in self.active()):
+        budget rule of ``decision_budget_s``; also after flows were added to an open
+        coflow (:attr:`~.openflows.OpenFlowsMixin.adds_pending`).  Returns its
+        Actions (empty when nothing is queued any more: another call already decided
+        them)."""
+        if not self.adds_pending and not any(self.decision.get(c.coflow_id) == QUEUED
+                                             for c in self.active()):
             return Actions()
         return self.reschedule(now)
 
@@ -318,7 +326,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
 
     def _path_rules(self, f: FlowState, path: Sequence[str]) -> List[FlowRule]:
         g = self.topology.graph
-        match = tcp_match(self.ip(f.src), self.ip(f.dst), f.dst_port)
+        match = self.rule_match(f)
         cookie = self.tracks[f.flow_id].cookie
         rules = []
         for i in range(1, len(path) - 1):
@@ -337,7 +345,7 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
         for r in self._defaults.get(track.first_dpid, ((), ()))[1]:
             if r.match_dict().get("ipv4_dst") == ip:
                 action = r.actions
-        match = tcp_match(self.ip(f.src), ip, f.dst_port)
+        match = self.rule_match(f)
         return FlowRule(track.first_dpid, PRIORITY_COFLOW, match, action, track.cookie,
                         "add", f.flow_id)
 
@@ -375,8 +383,10 @@ class ControllerCore(RegistryMixin, ProgressMixin, DurabilityMixin, ViewsMixin, 
                     desired[(r.dpid, f.flow_id)] = r
                 if not fb:
                     rate = f.rate_bps if f.rate_bps > 0 else self.settings.min_rate_bps
+                    tr = self.tracks[f.flow_id]
                     limits.setdefault(f.src, []).append(flow_limit(
-                        f.flow_id, self.ip(f.src), self.ip(f.dst), f.dst_port, rate))
+                        f.flow_id, self.ip(f.src), self.ip(f.dst), f.dst_port, rate,
+                        tr.proto, tr.src_port))
         # Rule diff: adds/modifies first (new path ready), deletes last.
         acts.rules.extend(diff_rules(self.desired, desired))
         self.desired = desired

@@ -4,7 +4,8 @@ Part of :class:`.core.ControllerCore` (as :class:`DurabilityMixin`), on top of t
 database of :mod:`.store`:
 
 * :meth:`DurabilityMixin.restore`: after a restart, reload the active coflows and
-  the recently ended ones, with their flows' cookies, bytes sent and finish times,
+  the recently ended ones, with their flows' cookies, bytes sent and finish times
+  (and, :mod:`.openflows`, open flags, names, matches and size estimates),
   and decide again for the active ones; every host agent is pushed its full rate
   set (``[]`` clears the stale limits of a host with no flow left);
 * :meth:`DurabilityMixin.persist_progress`: the flows' ``bytes_sent`` every
@@ -23,10 +24,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..core.model import CoflowState, make_coflow
+from ..core.model import CoflowState, FlowSpec
 from ..httpjson import RequestError
 from .pushes import FAILED
-from .registry import ACTIVE, CANCELLED, DONE, FlowTrack
+from .registry import ACTIVE, CANCELLED, DONE, FlowTrack, coflow_spec
 from .rules import Actions
 from .store import CoflowRecord, StoreError
 from .views import _jsonable
@@ -101,11 +102,13 @@ class DurabilityMixin:
         return self.reschedule(now)
 
     def _restore_one(self, rec: CoflowRecord, now: float) -> None:
-        spec = make_coflow(rec.id, rec.arrival_s,
-                           [(f.src, f.dst, f.size_bytes) for f in rec.flows], rec.weight,
-                           dst_ports=[f.dst_port for f in rec.flows])
-        c = CoflowState(spec, self.policy)
+        specs = [FlowSpec(fr.flow_id, rec.id, fr.src, fr.dst, float(fr.size_bytes),
+                          fr.dst_port) for fr in rec.flows]
+        c = CoflowState(coflow_spec(rec.id, rec.arrival_s, specs, rec.weight), self.policy)
+        tracks = []
         for f, fr in zip(c.flows, rec.flows):
+            if fr.start_s is not None:
+                f.start_s = float(fr.start_s)
             if fr.finish_s is not None:
                 f.bytes_sent = f.spec.size_bytes
                 f.finish_s = fr.finish_s
@@ -113,16 +116,21 @@ class DurabilityMixin:
             else:
                 f.bytes_sent = min(float(fr.bytes_sent), f.spec.size_bytes)
             first = self.topology.attachment(f.src)[0]
-            tr = FlowTrack(int(fr.cookie), self._dpid[first])
+            tr = FlowTrack(int(fr.cookie), self._dpid[first], proto=fr.proto or "tcp",
+                           src_port=fr.src_port, size_known=bool(fr.size_known))
             if rec.state == ACTIVE and not f.done:
                 tr.offset_bytes = tr.last_payload = f.bytes_sent
                 tr.restored_s = now
-            self.tracks[f.flow_id] = tr
-            self.flow_by_cookie[tr.cookie] = f
+            tracks.append(tr)
         c._invalidate()
         c.finish_s = rec.finish_s
         self.coflows[rec.id] = c
         self.state[rec.id] = rec.state
+        if rec.open and rec.state == ACTIVE:
+            self.open_coflows.add(rec.id)
+        if rec.name is not None:
+            self.names[rec.id] = rec.name
+        self.attach_flows(c.flows, tracks)
         if rec.ended_s is not None:
             self.ended_s[rec.id] = rec.ended_s
 
@@ -240,9 +248,14 @@ class DurabilityMixin:
             raise RequestError(404, "id", f"no coflow {cid!r}")
         flows = []
         for fr in rec.flows:
-            flows.append({"flow_id": fr.flow_id, "src": fr.src, "dst": fr.dst,
-                          "src_ip": self.ip(fr.src), "dst_ip": self.ip(fr.dst), "proto": "tcp",
-                          "dst_port": fr.dst_port, "size_bytes": fr.size_bytes,
+            unknown = not fr.size_known and fr.finish_s is None
+            flows.append({"flow_id": fr.flow_id, "index": fr.idx, "src": fr.src,
+                          "dst": fr.dst, "src_ip": self.ip(fr.src), "dst_ip": self.ip(fr.dst),
+                          "proto": fr.proto, "protocol": fr.proto, "src_port": fr.src_port,
+                          "dst_port": fr.dst_port,
+                          "size_bytes": None if unknown else fr.size_bytes,
+                          "size_known": bool(fr.size_known),
+                          "estimate_bytes": fr.size_bytes if unknown else None,
                           "bytes_sent": fr.bytes_sent, "rate_bps": 0.0, "path": None,
                           "state": "done" if fr.finish_s is not None else rec.state,
                           "finish_s": fr.finish_s,
@@ -254,4 +267,5 @@ class DurabilityMixin:
                           "finish_s": rec.finish_s,
                           "cct_s": None if rec.finish_s is None else rec.finish_s - rec.arrival_s,
                           "ended_s": rec.ended_s, "fallback": None,
+                          "open": bool(rec.open) and rec.state == ACTIVE, "name": rec.name,
                           "flows": flows})

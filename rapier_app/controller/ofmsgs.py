@@ -139,12 +139,13 @@ def packet_out(dp, port: int, data: bytes):
                                actions=[parser.OFPActionOutput(int(port), 0)], data=data)
 
 
-#: Match fields of a coflow rule, in :func:`.rules.tcp_match` order.
-_COFLOW_MATCH_FIELDS = ("eth_type", "ip_proto", "ipv4_src", "ipv4_dst", "tcp_dst")
+#: Match fields of a coflow rule, in :func:`.rules.flow_match` order.
+_COFLOW_MATCH_FIELDS = ("eth_type", "ip_proto", "ipv4_src", "ipv4_dst", "tcp_src", "tcp_dst",
+                        "udp_src", "udp_dst")
 
 
 def match_tuple(match) -> tuple:
     """A switch's ``OFPMatch`` (e.g. of an ``OFPFlowRemoved``) as the core's match
-    data ``((field, value), ...)``, fields in :func:`.rules.tcp_match` order (the
+    data ``((field, value), ...)``, fields in :func:`.rules.flow_match` order (the
     only rules with an idle timeout are coflow rules)."""
     return tuple((k, match[k]) for k in _COFLOW_MATCH_FIELDS if k in match)

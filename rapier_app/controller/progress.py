@@ -79,6 +79,7 @@ class ProgressMixin:
         """
         finished: List[str] = []
         started: List[FlowState] = []
+        grown: List[FlowState] = []
         hdr = self.settings.header_bytes
         for cookie, nbytes, npkts in entries:
             f = self.flow_by_cookie.get(cookie)
@@ -92,10 +93,12 @@ class ProgressMixin:
             tr.last_bytes, tr.last_packets = int(nbytes), int(npkts)
             payload = tr.offset_bytes + max(nbytes - npkts * hdr, 0)
             prev, t_prev = tr.last_payload, tr.last_poll_s
-            size = f.spec.size_bytes
             if payload > prev:
                 tr.last_change_s = now
-            if (self.settings.stats_completion
+            if not tr.size_known and self.grow_estimate(f, payload):  # (.openflows)
+                grown.append(f)
+            size = f.spec.size_bytes
+            if (self.settings.stats_completion and tr.size_known
                     and payload >= size - self.settings.finish_slack_bytes):
                 if t_prev is None or payload <= prev:
                     t_fin = now
@@ -115,6 +118,9 @@ class ProgressMixin:
             tr.last_payload = max(prev, payload)
             tr.last_poll_s = now
         self._record_started(started, now)
+        self.sizes_changed(grown, now)
+        if grown and not finished:
+            return self.reschedule(now)  # an estimate grew: decide again
         return self._after_finish(finished, now)
 
     def report_flow_done(self, coflow_id: str, index: int, now: float) -> Tuple[bool, Actions]:
@@ -178,7 +184,9 @@ class ProgressMixin:
                     continue
                 if tr.last_change_s is None or now - tr.last_change_s < s.idle_finish_s:
                     continue
-                if tr.last_payload >= (1 - s.idle_fraction) * f.spec.size_bytes:
+                # a flow of unknown size: idle counters after it moved suffice
+                if not tr.size_known or \
+                        tr.last_payload >= (1 - s.idle_fraction) * f.spec.size_bytes:
                     self._finish(f, tr.last_change_s)
                     finished.append(f.flow_id)
         return self._after_finish(finished, now)
@@ -202,6 +210,8 @@ class ProgressMixin:
         return None
 
     def _finish(self, f: FlowState, t: float) -> None:
+        if not self.tracks[f.flow_id].size_known:
+            self.finished_unknown(f)  # its size: the bytes counted (.openflows)
         f.bytes_sent = f.spec.size_bytes
         f.finish_s = t
         f.rate_bps = 0.0
@@ -231,6 +241,9 @@ class ProgressMixin:
             with self.store.batch():
                 self.store.update_flows([(f.flow_id, float(f.bytes_sent), f.finish_s)
                                          for f in flows])
+                self.store.update_sizes([(f.flow_id, float(f.spec.size_bytes), False)
+                                         for f in flows
+                                         if not self.tracks[f.flow_id].size_known])
                 for c in ended:
                     self.store.update_coflow(c.coflow_id, DONE, now, c.finish_s)
         except StoreError as exc:
@@ -255,14 +268,11 @@ class ProgressMixin:
         ended = []
         for c in self.active():
             c._invalidate()
-            if not c.active_flows():
-                c.finish_s = max(f.finish_s for f in c.flows)
-                self.state[c.coflow_id] = DONE
-                self.ended_s[c.coflow_id] = now
+            # an open coflow waits for its close (.openflows)
+            if not c.active_flows() and c.coflow_id not in self.open_coflows:
+                self.complete_coflow(c, now)
                 coflow_done = True
                 ended.append(c)
-                self.metrics.cct.observe(c.cct_s)
-                self._log("info", "coflow %s done: CCT %.3f s", c.coflow_id, c.cct_s)
         self._record_finished(finished, ended, now)
         if (self.reschedule_mode() == "coflow" and not coflow_done
                 and self.last_schedule is not None):

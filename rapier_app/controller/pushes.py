@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 #: Marker of a host whose last push failed (its set on the agent is unknown).
 FAILED = ("<failed>",)
@@ -27,6 +27,7 @@ class AgentPush:
         host: host name.
         url: agent base URL (``http://IP:PORT`` or ``unix:/path.sock``).
         flows: list of dicts ``{flow_id, src_ip, dst_ip, proto, dst_port, rate_bps}``
+            plus ``src_port`` for a flow matched by its source port
             (rate in bit/s, int); an empty list removes every limit on the host.
         gen: the host's push generation (1, 2, ... per host; 0: not from a
             :class:`PushBook`), handed back to :meth:`PushBook.succeeded`.
@@ -43,12 +44,18 @@ class AgentPush:
 
 
 
-def flow_limit(flow_id: str, src_ip: str, dst_ip: str, dst_port: int,
-               rate_bps: float) -> Dict[str, Any]:
-    """One flow's entry of a push: TCP 5-tuple match and the rate as an integer
-    bit/s, at least 1 (the agent enforces its own floor, ``enforcement.tc``)."""
-    return {"flow_id": flow_id, "src_ip": src_ip, "dst_ip": dst_ip, "proto": "tcp",
-            "dst_port": dst_port, "rate_bps": int(round(max(rate_bps, 1.0)))}
+def flow_limit(flow_id: str, src_ip: str, dst_ip: str, dst_port: Optional[int],
+               rate_bps: float, proto: str = "tcp",
+               src_port: Optional[int] = None) -> Dict[str, Any]:
+    """One flow's entry of a push: the flow's match (IPs, ``proto`` tcp/udp, the
+    ports given: ``dst_port`` may be None, ``src_port`` is sent only when given; the
+    agent's u32 filter matches exactly these, ``enforcement.tc``) and the rate as an
+    integer bit/s, at least 1 (the agent enforces its own floor)."""
+    d = {"flow_id": flow_id, "src_ip": src_ip, "dst_ip": dst_ip, "proto": proto,
+         "dst_port": dst_port, "rate_bps": int(round(max(rate_bps, 1.0)))}
+    if src_port is not None:
+        d["src_port"] = src_port
+    return d
 
 
 def _key(flows: List[Dict[str, Any]]) -> Tuple:

@@ -10,12 +10,12 @@ reschedule's :class:`~.rules.Actions`.  Times in seconds, sizes in bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
-from ..core.model import CoflowState, WorkloadError, make_coflow
+from ..core.model import CoflowSpec, CoflowState, FlowSpec
 from ..httpjson import RequestError
-from .rules import Actions, cookie_for
-from .store import CoflowRecord, FlowRecord, StoreError
+from .rules import Actions
+from .store import CoflowRecord, StoreError
 from .validation import parse_coflow_request
 
 #: The states of a coflow in the registry.
@@ -24,6 +24,20 @@ ACTIVE, DONE, CANCELLED = "active", "done", "cancelled"
 #: and waiting for the decision worker, given paths/rates by the scheduler, or put on
 #: default forwarding (scheduler fallback, failure, or decision budget exceeded).
 QUEUED, SCHEDULED, FALLBACK = "queued", "scheduled", "fallback"
+
+
+def coflow_spec(cid: str, arrival_s: float, flows: Sequence[FlowSpec],
+                weight: float) -> CoflowSpec:
+    """A :class:`~rapier_app.core.model.CoflowSpec` of ``flows`` (possibly none: an
+    open coflow before its first flow, which :class:`CoflowSpec` itself refuses; it
+    is never handed to a scheduler while it has no active flow)."""
+    if flows:
+        return CoflowSpec(cid, float(arrival_s), tuple(flows), float(weight))
+    spec = object.__new__(CoflowSpec)
+    for name, value in (("coflow_id", cid), ("arrival_s", float(arrival_s)), ("flows", ()),
+                        ("weight", float(weight))):
+        object.__setattr__(spec, name, value)
+    return spec
 
 
 @dataclass
@@ -40,6 +54,10 @@ class FlowTrack:
         last_change_s: time the payload estimate last grew (s).
         restored_s: time the flow was reloaded from the database after a restart
             (None for a flow accepted by this run); see :mod:`.progress`.
+        proto: ``"tcp"`` or ``"udp"``.  src_port: the source port matched, or None
+            (the destination port is the flow's ``dst_port``).
+        size_known: False for a flow registered without a size: its
+            ``spec.size_bytes`` is an estimate (:mod:`.openflows`).
     """
 
     cookie: int
@@ -51,6 +69,9 @@ class FlowTrack:
     last_poll_s: Optional[float] = None
     last_change_s: Optional[float] = None
     restored_s: Optional[float] = None
+    proto: str = "tcp"
+    src_port: Optional[int] = None
+    size_known: bool = True
 
 
 class RegistryMixin:
@@ -65,7 +86,8 @@ class RegistryMixin:
     # -- REST operations ------------------------------------------------------------
     def submit(self, body, now: float, schedule: bool = True) -> Tuple[CoflowState, Actions]:
         """Accept a new coflow (``POST /coflows``): validate, record it (``decision``
-        ``queued``), then decide.
+        ``queued``), then decide.  With ``"open": true`` it may have no flow yet and
+        accepts more (:mod:`.openflows`).
 
         The one way a coflow enters the controller: the Ryu app
         (:meth:`~.app.RapierController.submit`, behind the REST route) passes
@@ -83,7 +105,7 @@ class RegistryMixin:
 
         Raises:
             RequestError: 400 for bad input, duplicate coflow id, or a flow whose
-            (src, dst, dst_port) is already used by an active flow (the rules would
+            match overlaps an active flow's (:mod:`.matches`: the rules would
             collide); 503 when the database write fails.  Nothing is changed then
             (the database write is the last step before the coflow is accepted).
         """
@@ -98,42 +120,34 @@ class RegistryMixin:
         elif self._known_state(cid) is not None:
             raise RequestError(400, "id", f"coflow {cid!r} already exists "
                                           f"(state {self._known_state(cid)})")
-        busy = {(f.src, f.dst, f.dst_port): f.flow_id for c in self.active()
-                for f in c.active_flows()}
-        for i, (s, d, _, p) in enumerate(req["flows"]):
-            other = busy.get((s, d, p))
-            if other is not None:
-                raise RequestError(400, f"flows[{i}]", f"duplicate flow: {s}->{d} port {p} "
-                                                       f"is already used by active flow {other}")
-        try:
-            spec = make_coflow(cid, max(float(now), 0.0),
-                               [(s, d, v) for s, d, v, _ in req["flows"]], req["weight"],
-                               dst_ports=[p for *_, p in req["flows"]])
-        except WorkloadError as exc:  # defensive: validated above
-            raise RequestError(400, "flows", str(exc)) from None
+        self.check_overlaps(cid, req["flows"], 0, 400)
+        arrival = max(float(now), 0.0)
+        known = [r.size_bytes for r in req["flows"] if r.size_bytes is not None]
+        prepared = self.prepare_flows(cid, req["flows"], 0, None, known)
+        spec = coflow_spec(cid, arrival, [p[0] for p in prepared], req["weight"])
         c = CoflowState(spec, self.policy)
-        cookies = [cookie_for(self._next_cookie + i) for i in range(len(c.flows))]
         if self.store is not None:  # durable before it is accepted (issue 14)
-            rec = CoflowRecord(cid, float(c.weight), float(c.arrival_s), ACTIVE, flows=[
-                FlowRecord(f.flow_id, i, f.src, f.dst, float(f.spec.size_bytes), f.dst_port,
-                           cookies[i]) for i, f in enumerate(c.flows)])
+            rec = CoflowRecord(cid, float(c.weight), float(c.arrival_s), ACTIVE,
+                               flows=[p[2] for p in prepared], open=req["open"],
+                               name=req["name"])
             try:
                 with self.store.batch():
                     self.store.add_coflow(rec)
-                    self.store.set_meta("next_cookie", self._next_cookie + len(cookies))
+                    self.store.set_meta("next_cookie", self._next_cookie + len(prepared))
                     self.store.set_meta("next_auto", next_auto)
             except StoreError as exc:
                 self._log("error", "coflow %s not accepted: %s", cid, exc)
                 raise RequestError(503, "store", f"the coflow could not be recorded: "
                                                  f"{exc}") from None
         self._next_auto = next_auto
-        self._next_cookie += len(cookies)
+        self._next_cookie += len(prepared)
         self.coflows[cid] = c
         self.state[cid] = ACTIVE
-        for f, cookie in zip(c.flows, cookies):
-            first = self.topology.attachment(f.src)[0]
-            self.tracks[f.flow_id] = FlowTrack(cookie, self._dpid[first])
-            self.flow_by_cookie[cookie] = f
+        if req["open"]:
+            self.open_coflows.add(cid)
+        if req["name"] is not None:
+            self.names[cid] = req["name"]
+        self.attach_flows(c.flows, [p[1] for p in prepared])
         self._log("info", "coflow %s arrived at %.3f s: %d flows, %.0f bytes", cid, now,
                   len(c.flows), spec.total_bytes)
         if self.is_background(c):

@@ -4,8 +4,12 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
 
     POST   /rapier/v1/coflows          body {"flows": [{"src": "h1", "dst": "h5",
                                         "size_bytes": 52428800, "dst_port": 5001}],
-                                        "id": optional, "weight": optional}
-                                        -> 201 {"id": ..., "coflow": {...}}
+                                        "id": optional, "weight": optional,
+                                        "name": optional, "open": optional bool}
+                                        (FLOW: src, dst, protocol tcp|udp,
+                                        src_port and/or dst_port, size_bytes or
+                                        null) -> 201 {the coflow's view,
+                                        "coflow": {the same}}
                                         (stored; decided after the reply:
                                         coflow.decision queued|scheduled|fallback)
     GET    /rapier/v1/coflows          -> 200 {"coflows": [{...}, ...], "total": N,
@@ -16,6 +20,12 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         per flow path, rate_bps, bytes_sent, finish_s;
                                         cct_s once done)
     DELETE /rapier/v1/coflows/<id>     -> 200 {...} (cancelled: rules and limits gone)
+    POST   /rapier/v1/coflows/<id>/flows
+                                        body {"flows": [FLOW, ...]} -> 201 {"id",
+                                        "open", "flows": [{"index": n, ...}]} (an
+                                        open coflow, :mod:`.openflows`; 409 closed
+                                        or ended, 409 overlapping a live flow)
+    POST   /rapier/v1/coflows/<id>/close -> 200 {...} ("open": false; idempotent)
     POST   /rapier/v1/coflows/<id>/flows/<n>/done
                                         -> 200 {"finished": bool, "coflow": {...}}
                                         (a receiver has every byte of flow n; no
@@ -38,7 +48,8 @@ is a JSON 404.
 Errors are answered in one place (:func:`rest_method`) as
 ``{"error": "field: message", "field": field}``: 400 bad input (naming the field,
 quoting at most 64 characters of it), 401 a mutating call without the configured
-bearer token, 404 an unknown id, 413 a body above ``max_body_bytes`` or more than
+bearer token, 404 an unknown id, 409 a conflict (flows added to a closed coflow, a
+flow overlapping a live one), 413 a body above ``max_body_bytes`` or more than
 ``max_flows_per_coflow`` flows.  An unexpected exception is 500 with no detail in the
 reply (the traceback goes to the log only).  Bad input changes nothing (everything is
 validated before the core mutates).  Ids in URLs must match
@@ -284,7 +295,32 @@ class RapierRestController(ControllerBase):
         body = decode_json_body(read_body(req, settings.max_body_bytes))
         check_flow_count(body, settings.max_flows_per_coflow)
         view = self.app.submit(body)
-        return 201, {"id": view["id"], "coflow": view}
+        return 201, {**view, "coflow": view}
+
+    @route("rapier", PREFIX + "/coflows/{coflow_id}/flows", methods=["POST"],
+           requirements=ID_REQ)
+    @rest_method
+    def post_coflow_flows(self, req, coflow_id, **_kwargs):
+        """Add flows to an open coflow: 201 ``{"id", "open", "flows": [...]}`` (the
+        flows added, with their new ``index``); 404 unknown coflow, 409 closed or
+        ended coflow or a flow overlapping a live flow, 400 bad input, 413 caps."""
+        settings = self.app.core.settings
+        body = decode_json_body(read_body(req, settings.max_body_bytes))
+        check_flow_count(body, settings.max_flows_per_coflow)
+        return 201, self.app.add_flows(coflow_id, body)
+
+    @route("rapier", PREFIX + "/coflows/{coflow_id}/close", methods=["POST"],
+           requirements=ID_REQ)
+    @rest_method
+    def post_coflow_close(self, req, coflow_id, **_kwargs):
+        """Close a coflow (no more flows; idempotent): 200 its view (``open``
+        false); 404 unknown coflow.  The body must be empty or ``{}``."""
+        raw = read_body(req, self.app.core.settings.max_body_bytes)
+        if raw.strip():
+            body = decode_json_body(raw)
+            if body != {}:
+                raise RequestError(400, "body", "must be empty or {}")
+        return 200, self.app.close_coflow(coflow_id)
 
     @route("rapier", PREFIX + "/coflows", methods=["GET", "HEAD"])
     @rest_method
@@ -391,6 +427,14 @@ class RapierRestController(ControllerBase):
     not_allowed_coflow = route("rapier", PREFIX + "/coflows/{coflow_id}",
                                methods=["POST", "PUT", "PATCH"], requirements=ID_REQ)(
         _not_allowed(PREFIX + "/coflows/<id>", "GET, HEAD, DELETE"))
+    not_allowed_coflow_flows = route("rapier", PREFIX + "/coflows/{coflow_id}/flows",
+                                     methods=["GET", "HEAD", "PUT", "DELETE", "PATCH"],
+                                     requirements=ID_REQ)(
+        _not_allowed(PREFIX + "/coflows/<id>/flows", "POST"))
+    not_allowed_coflow_close = route("rapier", PREFIX + "/coflows/{coflow_id}/close",
+                                     methods=["GET", "HEAD", "PUT", "DELETE", "PATCH"],
+                                     requirements=ID_REQ)(
+        _not_allowed(PREFIX + "/coflows/<id>/close", "POST"))
     not_allowed_topology = route("rapier", PREFIX + "/topology", methods=_OTHER)(
         _not_allowed(PREFIX + "/topology", "GET, HEAD"))
     not_allowed_topology_file = route("rapier", PREFIX + "/topology/file", methods=_OTHER)(

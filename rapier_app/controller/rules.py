@@ -23,6 +23,7 @@ from typing import Any, Dict, Hashable, Iterable, List, Mapping, Optional, Tuple
 
 from topologies import Topology
 
+from .matches import PROTOCOLS
 from .pushes import AgentPush
 
 ETH_TYPE_IP = 0x0800
@@ -49,7 +50,8 @@ class FlowRule:
         dpid: datapath id of the switch.
         priority: flow priority.
         match: ((field, value), ...) in Ryu ``OFPMatch`` keyword names
-            (``eth_type``, ``ip_proto``, ``ipv4_src``, ``ipv4_dst``, ``tcp_dst``).
+            (``eth_type``, ``ip_proto``, ``ipv4_src``, ``ipv4_dst``, ``tcp_src``,
+            ``tcp_dst``, ``udp_src``, ``udp_dst``; :func:`flow_match`).
         actions: (("output", port) | ("group", group_id) | ("controller", 0), ...).
         cookie: 64-bit cookie (see :data:`COOKIE_TAG`).
         command: ``"add"``, ``"modify"`` (MODIFY_STRICT: keeps counters) or
@@ -115,9 +117,33 @@ class Actions:
 
 
 def tcp_match(src_ip: str, dst_ip: str, dst_port: int) -> Tuple[Tuple[str, Any], ...]:
-    """The match of a coflow flow: IPv4, TCP, src IP, dst IP, TCP dst port."""
-    return (("eth_type", ETH_TYPE_IP), ("ip_proto", IP_PROTO_TCP), ("ipv4_src", src_ip),
-            ("ipv4_dst", dst_ip), ("tcp_dst", int(dst_port)))
+    """The match of a coflow flow known by its TCP destination port: IPv4, TCP, src
+    IP, dst IP, TCP dst port (:func:`flow_match` with ``proto="tcp"``)."""
+    return flow_match(src_ip, dst_ip, "tcp", None, dst_port)
+
+
+#: OpenFlow match fields of the ports, per protocol: (source, destination).
+PORT_FIELDS = {"tcp": ("tcp_src", "tcp_dst"), "udp": ("udp_src", "udp_dst")}
+
+
+def flow_match(src_ip: str, dst_ip: str, proto: str = "tcp", src_port: Optional[int] = None,
+               dst_port: Optional[int] = None) -> Tuple[Tuple[str, Any], ...]:
+    """The match of a coflow flow: ``eth_type`` IPv4, ``ip_proto`` (6 TCP, 17 UDP),
+    ``ipv4_src``, ``ipv4_dst`` and exactly the ports given (``tcp_src``/``tcp_dst``
+    or ``udp_src``/``udp_dst``; a port given as None is not matched), in that order
+    (:func:`.ofmsgs.match_tuple` reads switch matches back in the same order).
+
+    Raises:
+        KeyError: ``proto`` not ``tcp`` or ``udp``.
+    """
+    sf, df = PORT_FIELDS[proto]
+    m = [("eth_type", ETH_TYPE_IP), ("ip_proto", PROTOCOLS[proto]), ("ipv4_src", src_ip),
+         ("ipv4_dst", dst_ip)]
+    if src_port is not None:
+        m.append((sf, int(src_port)))
+    if dst_port is not None:
+        m.append((df, int(dst_port)))
+    return tuple(m)
 
 
 def cookie_for(flow_number: int) -> int:

@@ -16,10 +16,17 @@ Tables::
 
     meta(key TEXT PRIMARY KEY, value TEXT)       epoch_unix, next_cookie, next_auto
     coflows(seq INTEGER PRIMARY KEY, id TEXT UNIQUE, weight REAL, arrival_s REAL,
-            state TEXT, ended_s REAL, finish_s REAL)
+            state TEXT, ended_s REAL, finish_s REAL, open INTEGER, name TEXT)
     flows(flow_id TEXT PRIMARY KEY, coflow_id TEXT, idx INTEGER, src TEXT, dst TEXT,
           size_bytes REAL, dst_port INTEGER, cookie INTEGER, bytes_sent REAL,
-          finish_s REAL)
+          finish_s REAL, src_port INTEGER, proto TEXT, size_known INTEGER,
+          start_s REAL)
+
+``open`` is 1 while a coflow accepts more flows (``POST /coflows/<id>/flows``);
+``size_known`` 0 marks a flow registered without a size, whose ``size_bytes`` is
+then the controller's current estimate (:mod:`rapier_app.core.estimate`);
+``start_s`` is the time a flow was added (NULL: its coflow's arrival).  Schema 1
+(before these columns) is upgraded in place on open.
 
 Times are the controller clock (seconds since ``epoch_unix``, the Unix time the
 controller first ran on this file), sizes in bytes.  Thread-safe: one connection
@@ -38,7 +45,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from ..errors import RapierError
 
 #: Version of the schema below (``PRAGMA user_version``).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,7 +56,9 @@ CREATE TABLE coflows (
     arrival_s REAL NOT NULL,
     state TEXT NOT NULL,
     ended_s REAL,
-    finish_s REAL
+    finish_s REAL,
+    open INTEGER NOT NULL DEFAULT 0,
+    name TEXT
 );
 CREATE INDEX coflows_state ON coflows (state, seq);
 CREATE TABLE flows (
@@ -62,9 +71,24 @@ CREATE TABLE flows (
     dst_port INTEGER,
     cookie INTEGER NOT NULL,
     bytes_sent REAL NOT NULL DEFAULT 0,
-    finish_s REAL
+    finish_s REAL,
+    src_port INTEGER,
+    proto TEXT NOT NULL DEFAULT 'tcp',
+    size_known INTEGER NOT NULL DEFAULT 1,
+    start_s REAL
 );
 CREATE INDEX flows_coflow ON flows (coflow_id, idx);
+"""
+
+#: Schema 1 -> 2: open coflows, names, flows matched by source port, UDP, unknown
+#: sizes, flows added over time.
+_UPGRADE_1_2 = """
+ALTER TABLE coflows ADD COLUMN open INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE coflows ADD COLUMN name TEXT;
+ALTER TABLE flows ADD COLUMN src_port INTEGER;
+ALTER TABLE flows ADD COLUMN proto TEXT NOT NULL DEFAULT 'tcp';
+ALTER TABLE flows ADD COLUMN size_known INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE flows ADD COLUMN start_s REAL
 """
 
 
@@ -86,6 +110,10 @@ class FlowRecord:
     cookie: int
     bytes_sent: float = 0.0
     finish_s: Optional[float] = None
+    src_port: Optional[int] = None
+    proto: str = "tcp"
+    size_known: bool = True
+    start_s: Optional[float] = None
 
 
 @dataclass
@@ -101,6 +129,8 @@ class CoflowRecord:
     finish_s: Optional[float] = None
     flows: List[FlowRecord] = field(default_factory=list)
     seq: Optional[int] = None
+    open: bool = False
+    name: Optional[str] = None
 
 
 class Store:
@@ -167,6 +197,13 @@ class Store:
                     db.execute(stmt)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
+        elif version == 1:
+            db.execute("BEGIN")
+            for stmt in _UPGRADE_1_2.split(";"):
+                if stmt.strip():
+                    db.execute(stmt)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
 
     # -- transactions ---------------------------------------------------------------
     @contextmanager
@@ -224,15 +261,41 @@ class Store:
         """
         with self.batch():
             cur = self._db.execute(
-                "INSERT INTO coflows(id, weight, arrival_s, state, ended_s, finish_s) "
-                "VALUES(?, ?, ?, ?, ?, ?)",
-                (rec.id, rec.weight, rec.arrival_s, rec.state, rec.ended_s, rec.finish_s))
+                "INSERT INTO coflows(id, weight, arrival_s, state, ended_s, finish_s, open, "
+                "name) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                (rec.id, rec.weight, rec.arrival_s, rec.state, rec.ended_s, rec.finish_s,
+                 int(bool(rec.open)), rec.name))
             rec.seq = cur.lastrowid
+            self.add_flows(rec.id, rec.flows)
+
+    def add_flows(self, cid: str, flows: Sequence[FlowRecord]) -> None:
+        """Insert flows of coflow ``cid`` (already stored; one transaction).
+
+        Raises:
+            StoreError: the write failed (e.g. a flow id exists).
+        """
+        with self.batch():
             self._db.executemany(
                 "INSERT INTO flows(flow_id, coflow_id, idx, src, dst, size_bytes, dst_port, "
-                "cookie, bytes_sent, finish_s) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(f.flow_id, rec.id, f.idx, f.src, f.dst, f.size_bytes, f.dst_port, f.cookie,
-                  f.bytes_sent, f.finish_s) for f in rec.flows])
+                "cookie, bytes_sent, finish_s, src_port, proto, size_known, start_s) "
+                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(f.flow_id, cid, f.idx, f.src, f.dst, f.size_bytes, f.dst_port, f.cookie,
+                  f.bytes_sent, f.finish_s, f.src_port, f.proto, int(bool(f.size_known)),
+                  f.start_s) for f in flows])
+
+    def set_open(self, cid: str, is_open: bool) -> None:
+        """Set coflow ``cid``'s ``open`` flag (False: closed, no more flows)."""
+        with self.batch():
+            self._db.execute("UPDATE coflows SET open=? WHERE id=?", (int(bool(is_open)), cid))
+
+    def update_sizes(self, rows: Sequence[Tuple[str, float, bool]]) -> None:
+        """Set ``(flow_id, size_bytes, size_known)`` of flows (an estimate that grew,
+        or the size of a flow of unknown size once it finished)."""
+        if not rows:
+            return
+        with self.batch():
+            self._db.executemany("UPDATE flows SET size_bytes=?, size_known=? WHERE flow_id=?",
+                                 [(v, int(bool(k)), fid) for fid, v, k in rows])
 
     def update_coflow(self, cid: str, state: str, ended_s: Optional[float],
                       finish_s: Optional[float]) -> None:
@@ -253,19 +316,20 @@ class Store:
     def _records(self, where: str, args: Sequence) -> List[CoflowRecord]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT seq, id, weight, arrival_s, state, ended_s, finish_s FROM coflows "
-                + where, tuple(args)).fetchall()
+                "SELECT seq, id, weight, arrival_s, state, ended_s, finish_s, open, name "
+                "FROM coflows " + where, tuple(args)).fetchall()
             recs = [CoflowRecord(id=r[1], weight=r[2], arrival_s=r[3], state=r[4],
-                                 ended_s=r[5], finish_s=r[6], seq=r[0]) for r in rows]
+                                 ended_s=r[5], finish_s=r[6], seq=r[0], open=bool(r[7]),
+                                 name=r[8]) for r in rows]
             by_id: Dict[str, CoflowRecord] = {r.id: r for r in recs}
             ids = list(by_id)
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 q = ("SELECT coflow_id, flow_id, idx, src, dst, size_bytes, dst_port, cookie, "
-                     "bytes_sent, finish_s FROM flows WHERE coflow_id IN (%s) ORDER BY "
-                     "coflow_id, idx" % ",".join("?" * len(chunk)))
+                     "bytes_sent, finish_s, src_port, proto, size_known, start_s FROM flows "
+                     "WHERE coflow_id IN (%s) ORDER BY coflow_id, idx" % ",".join("?" * len(chunk)))
                 for row in self._db.execute(q, chunk):
-                    by_id[row[0]].flows.append(FlowRecord(*row[1:]))
+                    by_id[row[0]].flows.append(FlowRecord(*row[1:12], bool(row[12]), row[13]))
         return recs
 
     def load(self, ended_after_s: Optional[float] = None) -> List[CoflowRecord]:

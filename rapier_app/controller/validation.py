@@ -9,7 +9,7 @@ Limits (issue 14; ``docs/operations.md``):
 * coflow ids match :data:`COFLOW_ID_PATTERN` (so ``.``, ``..``, ids with ``/`` or
   non-ASCII characters are refused, in bodies and in URLs);
 * numbers must lie in a sane range: ``size_bytes`` in [1, :data:`MAX_SIZE_BYTES`],
-  ``weight`` in [:data:`MIN_WEIGHT`, :data:`MAX_WEIGHT`], ``dst_port`` in 1..65535;
+  ``weight`` in [:data:`MIN_WEIGHT`, :data:`MAX_WEIGHT`], ports in 1..65535;
   integers of any size are compared exactly (no ``OverflowError`` above 1e308);
 * bodies: UTF-8 JSON (no ``NaN``/``Infinity``), nested too deep is 400, more bytes
   than the cap or more flows than the cap is 413 (:func:`decode_json_body`,
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from topologies import Topology, TopologyError
 
 from ..httpjson import RequestError, short
+from .matches import PROTOCOLS, Match, MatchIndex
 
 #: Coflow ids are used in URLs: 1-128 characters of a safe alphabet, starting with a
 #: letter or digit (so never ``.`` or ``..``).
@@ -40,8 +41,36 @@ MAX_SIZE_BYTES = 10 ** 15
 #: Range of coflow weights accepted.
 MIN_WEIGHT, MAX_WEIGHT = 1e-6, 1e6
 
-FLOW_KEYS = {"src", "dst", "size_bytes", "dst_port"}
-COFLOW_KEYS = {"flows", "id", "weight"}
+FLOW_KEYS = {"src", "dst", "size_bytes", "dst_port", "src_port", "protocol"}
+#: Keys every flow must have (besides a port: ``src_port``, ``dst_port`` or both).
+FLOW_REQUIRED = ("src", "dst")
+COFLOW_KEYS = {"flows", "id", "weight", "name", "open"}
+ADD_FLOWS_KEYS = {"flows"}
+#: Longest coflow ``name`` (free text), characters.
+MAX_NAME_CHARS = 64
+
+
+class FlowRequest(NamedTuple):
+    """One validated flow of a request.
+
+    Attributes:
+        src, dst: host names (resolved from names or IPs).
+        size_bytes: bytes, or None when unknown (omitted or null).
+        dst_port, src_port: 1..65535 or None (any); at least one is given.
+        protocol: ``"tcp"`` or ``"udp"``.
+    """
+
+    src: str
+    dst: str
+    size_bytes: Optional[float]
+    dst_port: Optional[int]
+    src_port: Optional[int] = None
+    protocol: str = "tcp"
+
+    @property
+    def match(self) -> Match:
+        """Its :class:`~.matches.Match`."""
+        return Match(self.src, self.dst, self.protocol, self.src_port, self.dst_port)
 
 
 def _number(v) -> bool:
@@ -150,26 +179,123 @@ def resolve_host(topo: Topology, value, field_name: str) -> str:
                                             f"{topo.name}") from None
 
 
+def _port(f: dict, key: str, where: str) -> Optional[int]:
+    port = f.get(key)
+    if port is None:
+        return None
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise RequestError(400, f"{where}.{key}",
+                           f"must be an integer port 1..65535, got {short(port)}")
+    return port
+
+
+def parse_flow(f, topo: Topology, where: str) -> FlowRequest:
+    """Validate one flow object ``f`` (``where``: its field name, e.g. ``flows[2]``).
+
+    Raises:
+        RequestError: 400 naming the field: not an object, unknown key, missing
+        ``src``/``dst``, no port at all (named ``<where>.dst_port``), unknown host,
+        src == dst, ``protocol`` not tcp/udp, a port outside 1..65535, a size not
+        null and not a number of bytes in [1, :data:`MAX_SIZE_BYTES`].
+    """
+    if not isinstance(f, dict):
+        raise RequestError(400, where, "must be an object")
+    for k in f:
+        if k not in FLOW_KEYS:
+            raise RequestError(400, f"{where}.{_key(k)}",
+                               f"unknown field (allowed: {', '.join(sorted(FLOW_KEYS))})")
+    for k in FLOW_REQUIRED:
+        if k not in f:
+            raise RequestError(400, f"{where}.{k}", "missing")
+    src = resolve_host(topo, f["src"], f"{where}.src")
+    dst = resolve_host(topo, f["dst"], f"{where}.dst")
+    if src == dst:
+        raise RequestError(400, f"{where}.dst", f"must differ from src ({src})")
+    proto = f.get("protocol", "tcp")
+    if not isinstance(proto, str) or proto not in PROTOCOLS:
+        raise RequestError(400, f"{where}.protocol",
+                           f"must be one of {', '.join(sorted(PROTOCOLS))}, got {short(proto)}")
+    size = f.get("size_bytes")
+    if size is not None and not number_in_range(size, 1, MAX_SIZE_BYTES):
+        raise RequestError(400, f"{where}.size_bytes",
+                           f"must be null (unknown) or a number of bytes in "
+                           f"[1, {MAX_SIZE_BYTES:.0e}], got {short(size)}")
+    dport = _port(f, "dst_port", where)
+    sport = _port(f, "src_port", where)
+    if dport is None and sport is None:
+        raise RequestError(400, f"{where}.dst_port",
+                           "missing: give dst_port, src_port or both")
+    return FlowRequest(src, dst, None if size is None else float(size), dport, sport, proto)
+
+
+def parse_flow_list(flows, topo: Topology) -> List[FlowRequest]:
+    """Validate ``flows`` (a list of flow objects, :func:`parse_flow`); two flows of
+    the list whose matches overlap (:func:`~.matches.overlaps`) are refused.
+
+    Raises:
+        RequestError: 400 naming the field (``flows`` when not a list).
+    """
+    if not isinstance(flows, list):
+        raise RequestError(400, "flows", "must be a list of flows")
+    parsed: List[FlowRequest] = []
+    seen = MatchIndex(lambda _k: True)
+    for i, f in enumerate(flows):
+        fr = parse_flow(f, topo, f"flows[{i}]")
+        j = seen.find(fr.match)
+        if j is not None:
+            raise RequestError(400, f"flows[{i}]", f"duplicate flow: its match "
+                                                   f"{fr.match.describe()} overlaps "
+                                                   f"flows[{j}]'s")
+        seen.add(i, fr.match)
+        parsed.append(fr)
+    return parsed
+
+
+def parse_add_flows_request(body, topo: Topology) -> List[FlowRequest]:
+    """Validate a ``POST /coflows/<id>/flows`` body ``{"flows": [FLOW, ...]}``
+    (non-empty; flows as :func:`parse_flow`).
+
+    Raises:
+        RequestError: 400 naming the field, as :func:`parse_coflow_request`.
+    """
+    body = decode_json_body(body)
+    if not isinstance(body, dict):
+        raise RequestError(400, "body", "must be a JSON object")
+    for k in body:
+        if k not in ADD_FLOWS_KEYS:
+            raise RequestError(400, _key(k), "unknown field (allowed: flows)")
+    flows = body.get("flows")
+    if not isinstance(flows, list) or not flows:
+        raise RequestError(400, "flows", "must be a non-empty list of flows")
+    return parse_flow_list(flows, topo)
+
+
 def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
     """Validate a ``POST /coflows`` body against ``topo``.
 
     Args:
         body: the raw request body (bytes or str, JSON) or an already decoded dict:
-            ``{"flows": [{"src", "dst", "size_bytes", "dst_port"}, ...],
-            "id": optional str/int, "weight": optional number > 0}``.
+            ``{"flows": [FLOW, ...], "id": optional str/int, "weight": optional
+            number > 0, "name": optional str (<= 64 chars), "open": optional bool}``
+            with FLOW ``{"src", "dst", "protocol"?: tcp|udp, "src_port"?,
+            "dst_port"? (at least one port), "size_bytes"? (omitted or null:
+            unknown)}``.
 
     Returns:
-        ``{"id": str or None, "weight": float, "flows": [(src, dst, size_bytes,
-        dst_port), ...]}`` with host names resolved.
+        ``{"id": str or None, "weight": float, "name": str or None, "open": bool,
+        "flows": [FlowRequest, ...]}`` with host names resolved
+        (:class:`FlowRequest`: ``(src, dst, size_bytes, dst_port, src_port,
+        protocol)``, size None when unknown).
 
     Raises:
         RequestError: 400 naming the field: malformed JSON (``body``, see
-        :func:`decode_json_body`), unknown keys, missing/empty ``flows``, unknown
-        host, src == dst, size not a number of bytes in [1, :data:`MAX_SIZE_BYTES`],
-        dst_port not an int in 1..65535, a flow repeated in the request (same src,
-        dst, dst_port), ``id`` not matching :data:`COFLOW_ID_PATTERN`, ``weight``
-        outside [:data:`MIN_WEIGHT`, :data:`MAX_WEIGHT`].  Messages quote at most
-        :data:`~rapier_app.httpjson.QUOTE_CHARS` characters of the input.
+        :func:`decode_json_body`), unknown keys, missing ``flows`` or an empty list
+        unless ``open`` is true, bad flows (:func:`parse_flow`), two flows of the
+        request whose matches overlap, ``id`` not matching
+        :data:`COFLOW_ID_PATTERN`, ``weight`` outside [:data:`MIN_WEIGHT`,
+        :data:`MAX_WEIGHT`], ``name`` not a short string, ``open`` not a bool.
+        Messages quote at most :data:`~rapier_app.httpjson.QUOTE_CHARS`
+        characters of the input.
     """
     body = decode_json_body(body)
     if not isinstance(body, dict):
@@ -189,39 +315,18 @@ def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
     if not number_in_range(weight, MIN_WEIGHT, MAX_WEIGHT):
         raise RequestError(400, "weight", f"must be a number in [{MIN_WEIGHT:g}, "
                                           f"{MAX_WEIGHT:g}], got {short(weight)}")
+    name = body.get("name")
+    if name is not None and (not isinstance(name, str) or len(name) > MAX_NAME_CHARS):
+        raise RequestError(400, "name", f"must be a string of at most {MAX_NAME_CHARS} "
+                                        f"characters, got {short(name)}")
+    is_open = body.get("open", False)
+    if not isinstance(is_open, bool):
+        raise RequestError(400, "open", f"must be true or false, got {short(is_open)}")
     flows = body.get("flows")
-    if not isinstance(flows, list) or not flows:
-        raise RequestError(400, "flows", "must be a non-empty list of flows")
-    parsed = []
-    seen: Dict[Tuple[str, str, int], int] = {}
-    for i, f in enumerate(flows):
-        where = f"flows[{i}]"
-        if not isinstance(f, dict):
-            raise RequestError(400, where, "must be an object")
-        for k in f:
-            if k not in FLOW_KEYS:
-                raise RequestError(400, f"{where}.{_key(k)}",
-                                   f"unknown field (allowed: {', '.join(sorted(FLOW_KEYS))})")
-        for k in sorted(FLOW_KEYS):
-            if k not in f:
-                raise RequestError(400, f"{where}.{k}", "missing")
-        src = resolve_host(topo, f["src"], f"{where}.src")
-        dst = resolve_host(topo, f["dst"], f"{where}.dst")
-        if src == dst:
-            raise RequestError(400, f"{where}.dst", f"must differ from src ({src})")
-        size = f["size_bytes"]
-        if not number_in_range(size, 1, MAX_SIZE_BYTES):
-            raise RequestError(400, f"{where}.size_bytes",
-                               f"must be a number of bytes in [1, {MAX_SIZE_BYTES:.0e}], "
-                               f"got {short(size)}")
-        port = f["dst_port"]
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-            raise RequestError(400, f"{where}.dst_port",
-                               f"must be an integer TCP port 1..65535, got {short(port)}")
-        key = (src, dst, port)
-        if key in seen:
-            raise RequestError(400, where, f"duplicate flow: same src, dst and dst_port as "
-                                           f"flows[{seen[key]}]")
-        seen[key] = i
-        parsed.append((src, dst, float(size), port))
-    return {"id": cid, "weight": float(weight), "flows": parsed}
+    if is_open and flows is None:
+        flows = []
+    if not isinstance(flows, list) or not (flows or is_open):
+        raise RequestError(400, "flows", "must be a non-empty list of flows (or give "
+                                         "\"open\": true to add flows later)")
+    return {"id": cid, "weight": float(weight), "flows": parse_flow_list(flows, topo),
+            "name": name, "open": is_open}

@@ -34,10 +34,22 @@ class ViewsMixin:
 
     # -- views (JSON-ready) -------------------------------------------------------
     def flow_view(self, f: FlowState) -> Dict[str, Any]:
-        """One flow for the REST API (bytes, bit/s, seconds)."""
-        return {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "src_ip": self.ip(f.src),
-                "dst_ip": self.ip(f.dst), "proto": "tcp", "dst_port": f.dst_port,
-                "size_bytes": f.spec.size_bytes, "bytes_sent": f.bytes_sent,
+        """One flow for the REST API (bytes, bit/s, seconds): ``index`` in its
+        coflow, the match (``protocol``, also as ``proto``; ``src_port``,
+        ``dst_port``: None = any), ``size_bytes`` (None while unknown; then
+        ``estimate_bytes`` is the estimate the scheduler uses, :mod:`.openflows`),
+        progress, path and rate."""
+        tr = self.tracks.get(f.flow_id)
+        proto = tr.proto if tr is not None else "tcp"
+        known = tr is None or tr.size_known
+        unknown = not known and not f.done
+        return {"flow_id": f.flow_id, "index": f._ord, "src": f.src, "dst": f.dst,
+                "src_ip": self.ip(f.src), "dst_ip": self.ip(f.dst), "proto": proto,
+                "protocol": proto, "src_port": None if tr is None else tr.src_port,
+                "dst_port": f.dst_port,
+                "size_bytes": None if unknown else f.spec.size_bytes, "size_known": known,
+                "estimate_bytes": f.spec.size_bytes if unknown else None,
+                "bytes_sent": f.bytes_sent,
                 "rate_bps": f.rate_bps, "path": list(f.path) if f.path else None,
                 "state": "done" if f.done else self.state[f.coflow_id],
                 "finish_s": f.finish_s,
@@ -52,6 +64,8 @@ class ViewsMixin:
                           "finish_s": c.finish_s, "cct_s": c.cct_s,
                           "ended_s": self.ended_s.get(cid),
                           "fallback": self.fallback.get(cid),
+                          "open": cid in self.open_coflows and self.state[cid] == "active",
+                          "name": self.names.get(cid),
                           "flows": [self.flow_view(f) for f in c.flows]})
 
     def coflows_view(self) -> List[Dict[str, Any]]:

@@ -1,0 +1,114 @@
+"""Size estimates for flows of unknown size (non-clairvoyant scheduling).
+
+Pure functions, no state: the controller (flows registered without ``size_bytes``)
+and the simulator's non-clairvoyant mode feed a clairvoyant scheduler (RAPIER's
+LP (4) and Algorithm 1) an *estimate* in place of the size, and grow it as the flow
+sends.
+
+The rule is Aalo's (Chowdhury and Stoica, "Efficient Coflow Scheduling Without
+Prior Knowledge", SIGCOMM 2015, Section 4, D-CLAS): a flow of unknown size is first
+assumed small, and its assumed size grows exponentially (factor ``E``, Aalo uses
+10; here 2 by default) each time the bytes it has sent cross the current threshold,
+so that a large flow is demoted after O(log size) steps while a small one is never
+mistaken for a large one.  Here the estimate starts at a floor (:data:`FLOOR_BYTES`,
+10 MB) or, when sibling flows of the same coflow have known sizes, at their mean if
+that is larger (a coflow's flows tend to be alike: Philae, Jajoo et al., NSDI 2019,
+samples a few flows of a coflow to size the others).
+
+Units: bytes.
+
+Functions:
+
+* :func:`initial_estimate` -- the first estimate of a flow;
+* :func:`next_estimate` -- the estimate once ``sent_bytes`` have been counted
+  (unchanged while below it, multiplied by ``factor`` until above it);
+* :func:`estimate_size` -- both in one: the estimate of a flow that sent
+  ``sent_bytes``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional
+
+#: Default first estimate of a flow of unknown size, bytes (10 MB).
+FLOOR_BYTES = 10 * 1000 * 1000
+#: Default growth factor of an estimate that the bytes sent reached.
+FACTOR = 2.0
+
+
+def initial_estimate(known_sizes: Iterable[Optional[float]] = (),
+                     floor_bytes: float = FLOOR_BYTES) -> float:
+    """The first size estimate of a flow of unknown size, in bytes.
+
+    Args:
+        known_sizes: sizes (bytes) of the coflow's flows whose size is known;
+            ``None`` entries (unknown sizes) are ignored.
+        floor_bytes: the smallest estimate (> 0), bytes.
+
+    Returns:
+        ``max(floor_bytes, mean(known sizes))``; ``floor_bytes`` when no size is
+        known.
+
+    Raises:
+        ValueError: ``floor_bytes`` not a positive finite number.
+
+    Source: Aalo (SIGCOMM 2015) Section 4 for the floor; the siblings' mean after
+    Philae's sampling (NSDI 2019, Section 3).
+    """
+    if not (isinstance(floor_bytes, (int, float)) and 0 < floor_bytes < math.inf):
+        raise ValueError(f"floor_bytes: must be a positive number of bytes, got "
+                         f"{floor_bytes!r}")
+    sizes = [float(s) for s in known_sizes if s is not None]
+    if not sizes:
+        return float(floor_bytes)
+    return max(float(floor_bytes), sum(sizes) / len(sizes))
+
+
+def next_estimate(sent_bytes: float, estimate: float, factor: float = FACTOR) -> float:
+    """The estimate of a flow that has sent ``sent_bytes`` and was estimated at
+    ``estimate`` bytes.
+
+    While ``sent_bytes < estimate`` the estimate stands; once the bytes sent reach it,
+    it is multiplied by ``factor`` as many times as needed to exceed them again
+    (``estimate * factor**k``, the smallest such value above ``sent_bytes``), so the
+    flow always has bytes left to send in the scheduler's eyes.
+
+    Args:
+        sent_bytes: bytes the flow has sent (>= 0).
+        estimate: the current estimate (> 0), bytes.
+        factor: growth factor (> 1).
+
+    Returns:
+        The new estimate (bytes), ``>= estimate`` and ``> sent_bytes``.
+
+    Raises:
+        ValueError: ``estimate`` <= 0, ``factor`` <= 1, or a non-finite argument.
+
+    Source: Aalo (SIGCOMM 2015) Section 4, exponentially spaced queue thresholds.
+    """
+    if not (0 < estimate < math.inf):
+        raise ValueError(f"estimate: must be a positive number of bytes, got {estimate!r}")
+    if not (1 < factor < math.inf):
+        raise ValueError(f"factor: must be a number > 1, got {factor!r}")
+    if not (sent_bytes < math.inf):
+        raise ValueError(f"sent_bytes: must be finite, got {sent_bytes!r}")
+    est = float(estimate)
+    while sent_bytes >= est:
+        est *= factor
+    return est
+
+
+def estimate_size(sent_bytes: float, known_sizes: Iterable[Optional[float]] = (),
+                  floor_bytes: float = FLOOR_BYTES, factor: float = FACTOR) -> float:
+    """The estimate of a flow of unknown size that has sent ``sent_bytes``:
+    :func:`next_estimate` from :func:`initial_estimate` (bytes).  Stateless, so a
+    restarted controller or a simulator can recompute it from the counters alone.
+
+    Raises:
+        ValueError: as :func:`initial_estimate` and :func:`next_estimate`.
+    """
+    return next_estimate(sent_bytes, initial_estimate(known_sizes, floor_bytes), factor)
+
+
+__all__ = ["FACTOR", "FLOOR_BYTES", "estimate_size", "initial_estimate", "next_estimate"]
