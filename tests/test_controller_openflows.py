@@ -303,6 +303,8 @@ def test_unknown_size_flow_gets_rules_limit_and_a_growing_estimate(tmp_path):
     acts = core.apply_flow_stats(tr.first_dpid, [(tr.cookie, 12_000_000 + 200 * HDR, 200)], 2.0)
     assert f.spec.size_bytes == 2 * FLOOR_BYTES and core.schedule_count == n + 1
     assert not acts.finished and not f.done
+    # RAPIER planned on the new estimate, not on arrays cached with the old one
+    assert list(core.scheduler._carr["u"].sizes) == [2 * FLOOR_BYTES]
     assert call(app, "GET", P + "/u")[1]["flows"][0]["estimate_bytes"] == 2 * FLOOR_BYTES
     assert core.store.get("u").flows[0].size_bytes == 2 * FLOOR_BYTES
     # way past it (two doublings at once); never finished by the estimate

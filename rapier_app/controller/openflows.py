@@ -205,6 +205,7 @@ class OpenFlowsMixin:
             new.append(f)
         self.respec(c)
         self.attach_flows(new, [tr for _, tr, _ in prepared])
+        self.notify_scheduler([cid])
         self.adds_pending = True
         self._log("info", "coflow %s: %d flows added at %.3f s (%d in all)", cid, len(new),
                   now, len(c.flows))
@@ -273,14 +274,12 @@ class OpenFlowsMixin:
         return True
 
     def sizes_changed(self, flows: Sequence[FlowState], now: float) -> None:
-        """Estimates of ``flows`` changed: tell the scheduler (optional hook
-        ``sizes_changed(coflow_ids)``: it drops what it derived from sizes) and write
-        them to the database (a failed write is logged)."""
+        """Estimates of ``flows`` changed: tell the scheduler
+        (:meth:`notify_scheduler`) and write them to the database (a failed write is
+        logged)."""
         if not flows:
             return
-        hook = getattr(self.scheduler, "sizes_changed", None)
-        if hook is not None:
-            hook(sorted({f.coflow_id for f in flows}))
+        self.notify_scheduler({f.coflow_id for f in flows})
         if self.store is not None:
             try:
                 self.store.update_sizes([(f.flow_id, float(f.spec.size_bytes),
@@ -288,6 +287,21 @@ class OpenFlowsMixin:
             except StoreError as exc:
                 self._log("error", "%s", exc)
                 self.errors.append(f"{now:.3f}: {exc}")
+
+    def notify_scheduler(self, coflow_ids) -> None:
+        """Call the scheduler's optional hook ``coflows_changed(ids)``
+        (:meth:`~rapier_app.scheduling.base.Scheduler.coflows_changed`: flows added,
+        sizes changed; it drops what it derived from them).  A failing hook is
+        logged, as :meth:`~.progress.ProgressMixin._finish` does."""
+        hook = getattr(self.scheduler, "coflows_changed", None)
+        if hook is None:
+            return
+        try:
+            hook(sorted(coflow_ids))
+        except Exception as exc:  # noqa: BLE001 -- the next decision still runs
+            msg = f"scheduler {self.settings.scheduler} coflows_changed failed: {exc!r}"
+            self._log("error", "%s", msg)
+            self.errors.append(msg)
 
     def finished_unknown(self, f: FlowState) -> None:
         """Flow ``f`` of unknown size finished: its size becomes the bytes counted

@@ -175,6 +175,16 @@ class Scheduler:
         self.topology.capacity = cap
         self.capacity_changed()
 
+    def coflows_changed(self, coflow_ids: Sequence[str]) -> None:
+        """Hook: the coflows ``coflow_ids`` changed other than by flows finishing:
+        flows were added to them, or the sizes the scheduler reads of their flows
+        changed (estimates of unknown sizes grew, :mod:`rapier_app.core.estimate`).
+        Schemes that keep values derived from a coflow's flows or sizes between
+        decisions drop them.  Default: drops the incremental work-conservation state
+        (as :meth:`capacity_changed`; the next decision is a full pass)."""
+        if "_wc" in self.__dict__:
+            self._wc = None
+
     def capacity_changed(self) -> None:
         """Hook after :meth:`set_capacity`: schemes that keep values derived from
         ``topology.capacity`` between decisions drop or recompute them.  Default:

@@ -301,6 +301,15 @@ class Rapier(Scheduler):
         self._carr[coflow.coflow_id] = e
         return e
 
+    def coflows_changed(self, coflow_ids: Sequence[str]) -> None:
+        """Flows added or sizes changed (:meth:`Scheduler.coflows_changed`): the
+        cached arrays (their ``sizes``) and LP routes of those coflows are dropped,
+        with the incremental work-conservation state."""
+        super().coflows_changed(coflow_ids)
+        for cid in coflow_ids:
+            self._carr.pop(cid, None)
+            self._full_routes.pop(cid, None)
+
     def capacity_changed(self) -> None:
         """New link capacities (:meth:`Scheduler.set_capacity`): the LP routes kept
         per coflow for the full-capacity case were solved on the old ones; dropped,
