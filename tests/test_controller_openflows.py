@@ -383,3 +383,27 @@ def test_switch_tables_read_back_reconcile_without_repairs(flow, fields):
                 assert ofmsgs.match_tuple(match) == r.match
         rep = diff_table(dpid, core.switch_want(dpid), have)
         assert rep.differences == 0, rep
+
+
+@pytest.mark.parametrize("flow,want,absent", [
+    ({"src_port": 7000}, ["match", "ip", "sport", "7000", "0xffff"], "dport"),
+    ({"dst_port": 5001}, ["match", "ip", "dport", "5001", "0xffff"], "sport"),
+    ({"src_port": 53, "protocol": "udp"}, ["match", "ip", "protocol", "17", "0xff"], "dport"),
+])
+def test_agent_filters_match_exactly_the_ports_pushed(flow, want, absent):
+    """The controller's push entry, parsed by the agent, gives a u32 filter on the
+    host pair, the protocol and exactly the ports of the flow."""
+    from enforcement import tc
+
+    app = build()
+    call(app, "POST", P, {"id": "g", "open": True, "flows": [
+        dict(src="h1", dst="h5", size_bytes=MB, **flow)]})
+    (entry,) = app.core._pushes.limits["h1"]
+    (lim,) = tc.parse_flow_set({"flows": [entry]})
+    cmd = tc.filter_add_command("h1-eth0", 16, lim)
+    text = " ".join(cmd)
+    assert " ".join(want) in text and absent not in text
+    assert "match ip src 10.0.0.1/32" in text and "match ip dst 10.0.0.5/32" in text
+    for port_field, value in (("sport", flow.get("src_port")), ("dport", flow.get("dst_port"))):
+        if value is not None:
+            assert f"match ip {port_field} {value} 0xffff" in text

@@ -95,7 +95,7 @@ def raw_bodies():
 # controller
 # -----------------------------------------------------------------------------------
 HOSTS = [f"h{i}" for i in range(1, 10)] + [f"10.0.0.{i}" for i in range(1, 10)]
-FLOW_KEYS = ("src", "dst", "size_bytes", "dst_port")
+FLOW_KEYS = ("src", "dst", "size_bytes", "dst_port", "src_port", "protocol")
 
 
 @st.composite
@@ -110,7 +110,20 @@ def coflow_bodies(draw):
                       "dst": HOSTS[d + 9 * draw(st.integers(0, 1))],
                       "size_bytes": draw(st.integers(min_value=1, max_value=10 ** 9)),
                       "dst_port": draw(st.integers(min_value=1, max_value=65535))})
+    for f in flows:  # flows known by their source port, UDP, unknown sizes
+        if draw(st.integers(0, 3)) == 0:
+            f["src_port"] = draw(st.integers(min_value=1, max_value=65535))
+            if draw(st.booleans()):
+                del f["dst_port"]
+        if draw(st.integers(0, 5)) == 0:
+            f["protocol"] = "udp"
+        if draw(st.integers(0, 4)) == 0:
+            f["size_bytes"] = None
     body = {"flows": flows}
+    if draw(st.integers(0, 3)) == 0:  # an open coflow (POST .../flows adds to it)
+        body["open"] = True
+        if draw(st.booleans()):
+            body["name"] = draw(st.text(max_size=70))
     if draw(st.booleans()):
         body["weight"] = draw(st.floats(min_value=0.5, max_value=4))
     if draw(st.integers(0, 3)) == 0:
@@ -121,11 +134,12 @@ def coflow_bodies(draw):
         i = draw(st.integers(min_value=0, max_value=n - 1))
         flows[i][draw(st.sampled_from(FLOW_KEYS))] = draw(json_values)
     elif how == "top_field":
-        body[draw(st.sampled_from(["id", "weight", "flows"]))] = draw(json_values)
+        body[draw(st.sampled_from(["id", "weight", "flows", "open", "name"]))] = \
+            draw(json_values)
     elif how == "extra":
         body[draw(st.text(max_size=10))] = draw(json_values)
     elif how == "drop":
-        del flows[0][draw(st.sampled_from(FLOW_KEYS))]
+        flows[0].pop(draw(st.sampled_from(FLOW_KEYS)), None)
     elif how == "many_flows":
         body["flows"] = [dict(flows[0], dst_port=p) for p in range(1, 10)]  # cap: 8
     elif how == "big_body":
@@ -133,7 +147,26 @@ def coflow_bodies(draw):
     return _dump(body)
 
 
+@st.composite
+def add_bodies(draw):
+    """A POST /coflows/<id>/flows body: one or two flows, maybe one field broken."""
+    flows = []
+    for _ in range(draw(st.integers(1, 2))):
+        s = draw(st.integers(0, 8))
+        f = {"src": HOSTS[s], "dst": HOSTS[(s + draw(st.integers(1, 8))) % 9],
+             "src_port": draw(st.integers(min_value=1, max_value=65535))}
+        if draw(st.booleans()):
+            f["dst_port"] = draw(st.integers(min_value=1, max_value=65535))
+        if draw(st.booleans()):
+            f["size_bytes"] = draw(st.integers(min_value=1, max_value=10 ** 9))
+        flows.append(f)
+    if draw(st.integers(0, 3)) == 0:
+        flows[0][draw(st.sampled_from(FLOW_KEYS))] = draw(json_values)
+    return _dump({"flows": flows})
+
+
 RAW_BODIES = raw_bodies()
+ADD_BODIES = add_bodies()
 #: Built once: strategies built inside a draw are validated again at every draw.
 CONTROLLER_BODIES = st.one_of(coflow_bodies(), coflow_bodies(), RAW_BODIES)
 
@@ -145,12 +178,16 @@ query_strings = st.one_of(
                         st.binary(max_size=8).map(lambda b: quote(b, safe="")))),
     st.binary(max_size=16).map(lambda b: b.decode("latin-1")))
 
+#: Stands for the open coflow each example creates first (``o<n>``, see the test).
+OPEN_ID = "OPEN"
 path_ids = st.one_of(
+    st.just(OPEN_ID),
     st.sampled_from(["c1", "c2", "c3", "job", "a.b", ".", "..", "-x", "x" * 129, "x" * 128]),
     st.binary(min_size=1, max_size=24).map(lambda b: b.decode("latin-1")),
     st.text(min_size=1, max_size=24))
 
-ROUTES = ["/rapier/v1/coflows", "/rapier/v1/coflows/{id}", "/rapier/v1/topology",
+ROUTES = ["/rapier/v1/coflows", "/rapier/v1/coflows/{id}", "/rapier/v1/coflows/{id}/flows",
+          "/rapier/v1/coflows/{id}/close", "/rapier/v1/topology",
           "/rapier/v1/schedule", "/rapier/v1/health", "/rapier/v1/{id}", "/rapier/v2/coflows"]
 METHODS = ["GET", "POST", "DELETE", "PUT", "PATCH"]
 
@@ -159,10 +196,15 @@ METHODS = ["GET", "POST", "DELETE", "PUT", "PATCH"]
 def controller_requests(draw):
     route = draw(st.sampled_from(ROUTES[:1] * 6 + ROUTES))  # most weight on POST
     method = draw(st.sampled_from(METHODS))
-    if route == "/rapier/v1/coflows" and draw(st.integers(0, 3)) > 0:
+    if route.startswith("/rapier/v1/coflows") and route != "/rapier/v1/coflows/{id}" \
+            and draw(st.integers(0, 3)) > 0:
         method = "POST"
-    path = route.replace("{id}", draw(path_ids)) if "{id}" in route else route
-    if method in ("POST", "PUT", "PATCH") or draw(st.integers(0, 9)) == 0:
+    pid = OPEN_ID if route.endswith(("/flows", "/close")) and draw(st.booleans()) \
+        else draw(path_ids)
+    path = route.replace("{id}", pid) if "{id}" in route else route
+    if route.endswith("/flows") and draw(st.booleans()):
+        body = draw(ADD_BODIES)
+    elif method in ("POST", "PUT", "PATCH") or draw(st.integers(0, 9)) == 0:
         body = draw(CONTROLLER_BODIES)
     else:
         body = b""
@@ -215,7 +257,11 @@ def test_controller_fuzz_no_5xx_and_rejected_requests_change_nothing():
             box["app"], box["dps"] = _controller()
         seen["examples"] += 1
         app, dps = box["app"], box["dps"]
+        open_id = f"o{seen['examples']}"
+        assert _call(app, "POST", "/rapier/v1/coflows", _dump({"id": open_id, "open": True}),
+                     f"Bearer {TOKEN}").status_int == 201
         for method, route, path, body, auth, query in reqs:
+            path = path.replace(OPEN_ID, open_id)
             before = _controller_state(app, dps)
             resp = _call(app, method, path, body, auth, query)
             status = resp.status_int
@@ -240,7 +286,8 @@ def test_controller_fuzz_no_5xx_and_rejected_requests_change_nothing():
     statuses = {k[2] for k in keys}
     # every route was requested, and every kind of answer occurred
     assert {k[1] for k in keys} == set(ROUTES)
-    assert {200, 201, 400, 401, 404, 405, 413} <= statuses, statuses
+    assert {200, 201, 400, 401, 404, 405, 409, 413} <= statuses, statuses
+    assert seen[("POST", "/rapier/v1/coflows/{id}/flows", 201)] >= 1, seen
     assert seen[("POST", "/rapier/v1/coflows", 201)] >= 20, seen  # valid ones got in
 
 
