@@ -407,3 +407,16 @@ def test_agent_filters_match_exactly_the_ports_pushed(flow, want, absent):
     for port_field, value in (("sport", flow.get("src_port")), ("dport", flow.get("dst_port"))):
         if value is not None:
             assert f"match ip {port_field} {value} 0xffff" in text
+
+
+def test_cancelled_open_coflow_closes_after_it_left_memory(tmp_path):
+    app = build(str(tmp_path / "c.sqlite3"), retention_s=1.0)
+    call(app, "POST", P, {"id": "x", "open": True, "name": "n", "flows": [
+        {"src": "h1", "dst": "h5", "dst_port": 5001}]})
+    assert call(app, "DELETE", P + "/x")[0] == 200
+    assert app.core.prune(app.now() + 10.0) == ["x"]
+    st, v = call(app, "POST", P + "/x/close")
+    assert st == 200 and v["state"] == "cancelled" and v["open"] is False
+    assert v["name"] == "n" and v["flows"][0]["size_bytes"] is None
+    assert call(app, "POST", P + "/x/flows", {"flows": [
+        {"src": "h1", "dst": "h5", "dst_port": 5002}]})[0] == 409

@@ -167,6 +167,8 @@ class DurabilityMixin:
             del self.state[cid]
             self.ended_s.pop(cid, None)
             self.fallback.pop(cid, None)
+            self.names.pop(cid, None)
+            self.open_coflows.discard(cid)
             for f in c.flows:
                 tr = self.tracks.pop(f.flow_id, None)
                 if tr is not None:

@@ -223,10 +223,11 @@ class OpenFlowsMixin:
         st = self._known_state(cid)
         if st is None:
             raise RequestError(404, "id", f"no coflow {cid!r}")
-        if cid not in self.open_coflows:
+        if cid not in self.open_coflows or st != ACTIVE:  # closed already, or ended
+            self.open_coflows.discard(cid)
             return Actions()
         c = self.coflows[cid]
-        done = st == ACTIVE and not c.active_flows()
+        done = not c.active_flows()
         if self.store is not None:
             try:
                 with self.store.batch():
