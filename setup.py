@@ -33,5 +33,6 @@ setup(
         "rapier-experiment=rapier_app.experiments.cli:main",
         "rapier-topology=rapier_app.topology_cli:main",
         "rapier-config=rapier_app.config_cli:main",
+        "rapier-doctor=rapier_app.doctor:main",
     ]},
 )

@@ -29,12 +29,13 @@ def _entry_points():
     from rapier_app import cli
     from rapier_app.experiments import bench
     from rapier_app.experiments import cli as exp_cli
-    from rapier_app import config_cli, topology_cli
+    from rapier_app import config_cli, doctor, topology_cli
     from rapier_app.sim import check_cli
     return {"rapier-sim": cli.main, "rapier-experiment": exp_cli.main,
             "rapier-bench": bench.main, "rapier-emulate": emulate.main,
             "rapier-agent": agent.main, "rapier-check": check_cli.main,
-            "rapier-topology": topology_cli.main, "rapier-config": config_cli.main}
+            "rapier-topology": topology_cli.main, "rapier-config": config_cli.main,
+            "rapier-doctor": doctor.main}
 
 
 def test_every_console_script_is_covered():
@@ -49,7 +50,7 @@ def test_every_console_script_is_covered():
 
 @pytest.mark.parametrize("prog", ["rapier-sim", "rapier-experiment", "rapier-bench",
                                   "rapier-emulate", "rapier-agent", "rapier-check",
-                                  "rapier-topology", "rapier-config"])
+                                  "rapier-topology", "rapier-config", "rapier-doctor"])
 def test_every_console_script_answers_version(prog, capsys):
     from importlib.metadata import version
     with pytest.raises(SystemExit) as exc:
