@@ -9,7 +9,8 @@
 #   1. apt: mininet, openvswitch-switch, iperf3, ethtool, iputils-ping, iproute2,
 #      python3-venv (skipped when all are installed already);
 #   2. a venv at <repo>/.venv made with the machine's python3;
-#   3. pip install -e .[test], then Ryu 4.34 and the pins that make it run on
+#   3. pip install -e .[test] and the client (pip install -e ./client: package
+#      rapier_client, standard library only), then Ryu 4.34 and the pins that make it run on
 #      Python 3.11 (requirements-controller.txt): Ryu's setup does not build with
 #      setuptools >= 58, so its build runs with PIP_CONSTRAINT=setuptools<58;
 #      eventlet 0.33.3 + dnspython>=2 (shared/ENVIRONMENT.md);
@@ -64,14 +65,16 @@ fi
 
 # -- 3. Python packages -------------------------------------------------------------------
 STAMP="$VENV/.rapier-install-stamp"
-want_stamp="$(cat "$REPO/setup.py" "$REPO/requirements-controller.txt" "$REPO/scripts/install.sh" \
+want_stamp="$(cat "$REPO/setup.py" "$REPO/client/pyproject.toml" "$REPO/requirements-controller.txt" "$REPO/scripts/install.sh" \
     | sha256sum | cut -d' ' -f1)"
 if [[ "${RAPIER_FORCE_PIP:-0}" != "1" && -f "$STAMP" && "$(cat "$STAMP")" == "$want_stamp" ]] \
-        && "$PY" -c "import ryu, eventlet, rapier_app, topologies, pytest" 2>/dev/null; then
+        && "$PY" -c "import ryu, eventlet, rapier_app, rapier_client, topologies, pytest" 2>/dev/null; then
     log "pip: up to date"
 else
     log "pip: installing the project (editable, with test extras)"
     "${PIP[@]}" install -q -e "$REPO[test]"
+    log "pip: installing the client (rapier_client, from ./client)"
+    "${PIP[@]}" install -q -e "$REPO/client"
     log "pip: installing ryu 4.34 (built with setuptools<58)"
     constraint="$(mktemp)"
     echo 'setuptools<58' > "$constraint"

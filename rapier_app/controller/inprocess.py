@@ -1,0 +1,84 @@
+"""Serve an in-process controller's REST API over real HTTP on loopback.
+
+Tests and benchmarks build :class:`~rapier_app.controller.RapierController` in the
+test process (no ``ryu-manager``, no switches, the decision made before the reply)
+and need real sockets in front of it -- the Python client speaks HTTP.  This serves
+the app's WSGI application with the standard library's :mod:`wsgiref` server, one
+thread per connection (daemon threads), on ``127.0.0.1`` and a free port.
+
+Not the production server: ``ryu-manager`` serves REST with eventlet
+(:mod:`.httpserver`).  HTTP/1.1 keep-alive is on (as eventlet's) so that a client's
+connection is reused as it is against ``ryu-manager``.
+"""
+
+from __future__ import annotations
+
+import socketserver
+import threading
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
+
+__all__ = ["InProcessServer"]
+
+
+class _Handler(WSGIRequestHandler):
+    """wsgiref's handler, quiet, speaking HTTP/1.1 with keep-alive."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 30.0  # an idle keep-alive connection is closed after that (s)
+
+    def log_message(self, *args):  # no access log on stderr
+        pass
+
+    def handle(self):
+        # wsgiref handles one request per connection; loop while the client keeps it
+        self.close_connection = False
+        while not self.close_connection:
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline or not self.parse_request():
+                return
+            handler = ServerHandler(self.rfile, self.wfile, self.get_stderr(),
+                                    self.get_environ(), multithread=True)
+            handler.request_handler = self
+            handler.http_version = "1.1"
+            handler.run(self.server.get_app())
+            if self.headers.get("Connection", "").lower() == "close":
+                self.close_connection = True
+
+
+class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class InProcessServer:
+    """``app.wsgi`` (a Ryu ``WSGIApplication`` or any WSGI callable) served on
+    ``http://127.0.0.1:<port>``; a context manager (stops the server on exit).
+
+    Attributes:
+        url: ``http://127.0.0.1:PORT``.
+        port: the port the kernel gave.
+    """
+
+    def __init__(self, wsgi_app, host: str = "127.0.0.1", port: int = 0):
+        self._srv: WSGIServer = make_server(host, port, wsgi_app, server_class=_ThreadingServer,
+                                             handler_class=_Handler)
+        self.port = self._srv.server_address[1]
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(target=self._srv.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def start(self) -> "InProcessServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the listening socket (idempotent)."""
+        if self._thread.is_alive():
+            self._srv.shutdown()
+            self._thread.join(timeout=5)
+        self._srv.server_close()
+
+    def __enter__(self) -> "InProcessServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
