@@ -136,8 +136,9 @@ def test_coflow_connect_accept_done_close(ctl):
         (ml, mp) = got["tuple"]
         assert same_host(m["src"], ml[0]) and same_host(m["dst"], mp[0])
         assert (m["src_port"], m["dst_port"], m["size_bytes"]) == (port, mp[1], 300_000)
-        assert cf.done(sock) is False  # still open: not finished
-        assert cf.done(got["flow"]) is False
+        assert cf.done(sock) is True and cf.done(sock) is False  # the second: done already
+        assert cf.view()["state"] == "active"  # open: more flows may come
+        assert cf.done(got["flow"]) is True
         sock.close()
     ls.close()
     view = cf.view()
@@ -353,7 +354,7 @@ def test_async_coflow_open_connection_done_close(server):
                 local_addr=("127.0.0.2", 0))
             assert len(await reader.read()) == 1000
             flow = cf._sockets[writer]
-            assert await cf.done(writer) is False
+            assert await cf.done(writer) is True
             view = await cf.view()
             row = view["flows"][0]
             assert same_host(row["src"], "127.0.0.3") and same_host(row["dst"], "127.0.0.2")

@@ -267,7 +267,8 @@ class AsyncCoflow:
         return reader, writer
 
     async def done(self, flow: Union[c.Flow, socket.socket, asyncio.StreamWriter]) -> bool:
-        """Report ``flow`` done (a :class:`Flow`, or a socket/writer registered here)."""
+        """Report ``flow`` done (a :class:`Flow`, or a socket/writer registered here);
+        True when this call marked it done (see :meth:`rapier_client.Coflow.done`)."""
         if not isinstance(flow, c.Flow):
             got = self._sockets.get(flow)
             if got is None:

@@ -338,8 +338,9 @@ class Coflow:
 
     def done(self, flow: Union[c.Flow, socket.socket]) -> bool:
         """Report that the receiver has every byte of ``flow`` (a :class:`Flow` or a
-        socket registered here).  Returns whether the coflow finished (False when the
-        flow was unregistered or the controller unreachable).
+        socket registered here).  Returns True when this call marked the flow done
+        (False: it was done already, the coflow is no longer active, or the flow went
+        unregistered because the controller was unreachable).
 
         Raises:
             NotFound: unknown coflow or flow index.

@@ -82,3 +82,85 @@ class InProcessServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class GreenServer:
+    """An in-process :class:`~rapier_app.controller.RapierController` served as
+    ``ryu-manager`` serves it: ``eventlet.wsgi.server`` with the controller's
+    per-connection settings (:func:`.httpserver.wsgi_server_kwargs`) and the decision
+    worker (:mod:`.worker`) as green threads, all in one OS thread of their own -- so a
+    POST answers once the coflow is stored and the scheduler decides after the reply.
+    A context manager.
+
+    Args:
+        app: the controller built in-process (``app.wsgi``, ``app.worker``,
+            ``app.settings``), never started.
+        worker: run the decision worker (False: decisions before the reply, as
+            :class:`InProcessServer`).
+
+    Attributes:
+        url: ``http://127.0.0.1:PORT``.
+    """
+
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, worker: bool = True):
+        self.app, self.host, self.port, self.worker = app, host, port, worker
+        self.url = ""
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._error: list = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import logging
+
+        import eventlet
+        import eventlet.wsgi
+
+        from .httpserver import wsgi_server_kwargs
+
+        try:
+            sock = eventlet.listen((self.host, self.port))
+            self.port = sock.getsockname()[1]
+            self.url = f"http://{self.host}:{self.port}"
+            quiet = logging.getLogger("rapier.inprocess.wsgi")
+            quiet.addHandler(logging.NullHandler())
+            quiet.propagate = False
+            kwargs = wsgi_server_kwargs(self.app.settings)
+            greens = [eventlet.spawn(eventlet.wsgi.server, sock, self.app.wsgi, log=quiet,
+                                     log_output=False, **kwargs)]
+            if self.worker:
+                greens.append(eventlet.spawn(self.app.worker.loop))
+        except BaseException as exc:  # noqa: BLE001 -- reported by start()
+            self._error.append(exc)
+            self._ready.set()
+            return
+        self._ready.set()
+        while not self._stop.is_set():
+            eventlet.sleep(0.02)
+        for g in greens:
+            g.kill()
+        sock.close()
+
+    def start(self) -> "GreenServer":
+        """Start serving; returns once the port is bound.
+
+        Raises:
+            OSError: the address could not be bound.
+        """
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error:
+            raise self._error[0]
+        return self
+
+    def stop(self) -> None:
+        """Stop the server and the worker (idempotent)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> "GreenServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
