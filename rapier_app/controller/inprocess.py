@@ -109,6 +109,14 @@ class GreenServer:
         self._ready = threading.Event()
         self._error: list = []
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._profile = None  # (profiler or None,) to switch, set by profile()
+
+    def profile(self, profiler) -> None:
+        """Run ``profiler`` (a :class:`cProfile.Profile`) over the server's thread from
+        now on; ``None`` stops it.  Returns once the server's thread switched."""
+        done = threading.Event()
+        self._profile = (profiler, done)
+        done.wait(5)
 
     def _run(self) -> None:
         import logging
@@ -135,8 +143,19 @@ class GreenServer:
             self._ready.set()
             return
         self._ready.set()
+        running = None
         while not self._stop.is_set():
             eventlet.sleep(0.02)
+            if self._profile is not None:
+                (want, done), self._profile = self._profile, None
+                if running is not None:
+                    running.disable()
+                running = want
+                if running is not None:
+                    running.enable()
+                done.set()
+        if running is not None:
+            running.disable()
         for g in greens:
             g.kill()
         sock.close()
