@@ -36,13 +36,10 @@ TOKEN = "client-test-token-0123456789"
 TOPO = "file:" + os.path.join(REPO, "tests", "data", "loopback.yaml")
 IP = {"h1": "127.0.0.2", "h2": "127.0.0.3", "h3": "127.0.0.4", "h4": "127.0.0.5"}
 HOST = {ip: h for h, ip in IP.items()}
-USE_FAKE = True  # the controller's open coflows not landed yet
 
 
 def make_backend(token=None):
-    if USE_FAKE:
-        from fake_controller import FakeController
-        return FakeController(token)
+    """The controller's WSGI application, built in-process on the loopback fabric."""
     from test_rest_security import make_app
     return make_app(topology=TOPO, scheduler="rapier", rest_token=token).wsgi
 
