@@ -34,6 +34,13 @@ while the controller was down are unknown; such a flow is done by the same
 size rule, or by a relaxed idle rule (:meth:`ProgressMixin._restored_idle`).  A
 flow's first counted bytes are written at once, so that a restart knows it started.
 
+Flows of unknown size (registered without ``size_bytes``, :mod:`.openflows`) are
+never done by reaching a size: their payload estimate feeds their size estimate
+(doubled, and the scheduler called again, each time the payload reaches it), and
+they finish by a done report or by the idle rule without its fraction condition
+(counters still for ``idle_finish_s`` after they moved); their size is then the
+payload counted.  Open coflows wait for their close before they are done.
+
 Units: bytes, seconds.
 """
 
