@@ -10,8 +10,8 @@ setup(
     packages=find_packages(include=["rapier_app", "rapier_app.*", "topologies", "topologies.*",
                                     "enforcement", "enforcement.*", "mininet_tests",
                                     "mininet_tests.*"]),
-    # the controller's option table (read by rapier_app/controller/settings.py)
-    package_data={"rapier_app.controller": ["options.toml"]},
+    # the controller's option table (settings.py) and the dashboard's files (dashboard.py)
+    package_data={"rapier_app.controller": ["options.toml", "static/*"]},
     python_requires=">=3.9",  # tomllib from 3.11, tomli before
     install_requires=["networkx>=3", "numpy>=1.24", "scipy>=1.10", "ortools>=9.10", "matplotlib>=3.6",
                       # rapier-experiment run --dask / --jobs, progress bars
@@ -23,7 +23,10 @@ setup(
                       # GET /metrics (rapier_app/controller/metrics.py)
                       "prometheus_client>=0.16",
                       "tomli>=2; python_version < '3.11'"],
-    extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.100"]},
+    # selenium: the dashboard in headless Chromium (tests/emulation/test_observability.py,
+    # with Debian's chromium and chromium-driver from scripts/install.sh)
+    extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.100",
+                             "selenium>=4.11"]},
     entry_points={"console_scripts": [
         "rapier-sim=rapier_app.cli:main",
         "rapier-check=rapier_app.sim.check_cli:main",

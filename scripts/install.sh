@@ -7,7 +7,10 @@
 #
 # What it does:
 #   1. apt: mininet, openvswitch-switch, iperf3, ethtool, iputils-ping, iproute2,
-#      python3-venv (skipped when all are installed already);
+#      python3-venv, and for the observability tests prometheus, chromium and
+#      chromium-driver (skipped when all are installed already); the prometheus
+#      package's system service is stopped and disabled (the tests start their own
+#      server on a free port);
 #   2. a venv at <repo>/.venv made with the machine's python3;
 #   3. pip install -e .[test] and the client (pip install -e ./client: package
 #      rapier_client, standard library only), then Ryu 4.34 and the pins that make it run on
@@ -34,7 +37,7 @@ t_start=$(date +%s)
 
 # -- 1. Debian packages -------------------------------------------------------------
 APT_PKGS=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv
-          python3-pip procps psmisc)
+          python3-pip procps psmisc prometheus chromium chromium-driver)
 missing=()
 for p in "${APT_PKGS[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -54,6 +57,18 @@ else
     apt-get update
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+# Debian's prometheus package starts a system server on :9090 where an init system
+# runs services: stop and disable it (tests/emulation/test_observability.py starts its
+# own on a free port with a temporary config and storage directory).
+if [[ $EUID -eq 0 ]] && dpkg-query -W -f='${Status}' prometheus 2>/dev/null \
+        | grep -q "install ok installed"; then
+    if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+        systemctl disable --now prometheus >/dev/null 2>&1 || true
+    elif [[ -x /etc/init.d/prometheus ]]; then
+        /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+        update-rc.d prometheus disable >/dev/null 2>&1 || true
+    fi
+fi
 
 # -- 2. venv ----------------------------------------------------------------------------
 if [[ ! -x "$PY" ]]; then
@@ -68,7 +83,7 @@ STAMP="$VENV/.rapier-install-stamp"
 want_stamp="$(cat "$REPO/setup.py" "$REPO/client/pyproject.toml" "$REPO/requirements-controller.txt" "$REPO/scripts/install.sh" \
     | sha256sum | cut -d' ' -f1)"
 if [[ "${RAPIER_FORCE_PIP:-0}" != "1" && -f "$STAMP" && "$(cat "$STAMP")" == "$want_stamp" ]] \
-        && "$PY" -c "import ryu, eventlet, rapier_app, rapier_client, topologies, pytest" 2>/dev/null; then
+        && "$PY" -c "import ryu, eventlet, rapier_app, rapier_client, topologies, pytest, selenium" 2>/dev/null; then
     log "pip: up to date"
 else
     log "pip: installing the project (editable, with test extras)"
@@ -118,7 +133,7 @@ if ! "$PY" -c "import mininet.net, mininet.node, mininet.link" 2>/dev/null; then
 else
     log "emulation: mininet importable in the venv"
 fi
-for tool in mnexec ovs-vsctl ovs-ofctl tc ethtool iperf3 ping; do
+for tool in mnexec ovs-vsctl ovs-ofctl tc ethtool iperf3 ping prometheus chromium chromedriver; do
     command -v "$tool" >/dev/null || { echo "install.sh: $tool missing (apt step)" >&2; exit 1; }
 done
 "$PY" -m enforcement.agent --help >/dev/null

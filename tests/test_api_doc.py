@@ -85,7 +85,11 @@ def test_rest_routes_are_the_documented_ones():
     text = open(DOC).read().split("## The controller's REST API", 1)[1]
     doc = set(re.findall(r"^\| `((?:GET|POST|PUT|DELETE|PATCH) /rapier/v1[^`]*)` \|", text,
                          flags=re.M))
-    assert len(code) == 11 and code == doc
+    assert len(code) == 12 and code == doc - {"GET /rapier/v1/dashboard"}
+    # the dashboard's page and files (HTML/JS/CSS, not the JSON error boundary)
+    assert re.search(r'@route\("rapier", PREFIX \+ "/dashboard", methods=\["GET", "HEAD"\]\)',
+                     src)
+    assert "GET /rapier/v1/dashboard" in doc
     # /metrics (Prometheus text, outside the JSON prefix)
     assert re.search(r'@route\("rapier", "/metrics", methods=\["GET", "HEAD"\]\)', src)
     assert re.search(r"^\| `GET /metrics` \|", text, flags=re.M)

@@ -37,6 +37,11 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         text, "topology": {...}} (pin a discovered
                                         fabric: topology = file:PATH)
     GET    /rapier/v1/schedule         -> 200 the schedule in force
+    GET    /rapier/v1/summary          -> 200 {"now_s", "scheduler", "counts": {state: n},
+                                        "ccts_s": [...]} (cheap; for the dashboard)
+    GET    /rapier/v1/dashboard        -> 200 the live dashboard (HTML; its files under
+                                        /rapier/v1/dashboard/<name>, :mod:`.dashboard`);
+                                        ``GET /`` redirects there
     GET    /metrics                    -> 200 Prometheus text format (:mod:`.metrics`)
     GET    /rapier/v1/health           -> 200 {"ok": true, "status": ok|discovering|
                                         degraded, "differences": [...], ...}
@@ -276,6 +281,24 @@ def _metrics_response(core) -> Response:
     return resp
 
 
+def _asset_response(name: str) -> Response:
+    """A dashboard file (:func:`.dashboard.asset`) with its content type and
+    :data:`.dashboard.HEADERS`; a JSON 404 for any name not in
+    :data:`.dashboard.ASSETS`."""
+    from . import dashboard
+
+    try:
+        body, ctype = dashboard.asset(name)
+    except RequestError as exc:
+        LOG.info("REST GET dashboard file: %s %s", exc.status, exc)
+        return json_response(exc.status, exc.to_json())
+    resp = Response(status=200, body=body)
+    resp.headers["Content-Type"] = ctype
+    for k, v in dashboard.HEADERS.items():
+        resp.headers[k] = v
+    return resp
+
+
 class RapierRestController(ControllerBase):
     """Ryu WSGI controller for the coflow API (see the module docstring)."""
 
@@ -399,6 +422,36 @@ class RapierRestController(ControllerBase):
         """The schedule in force (paths and rates per flow, fallbacks, solve time)."""
         return 200, self.app.core.schedule_view()
 
+    @route("rapier", PREFIX + "/summary", methods=["GET", "HEAD"])
+    @rest_method
+    def get_summary(self, req, **_kwargs):
+        """Coflow counts by state and the CCTs of the done coflows in memory
+        (:meth:`~.views.ViewsMixin.summary_view`): what the dashboard's CDF needs,
+        without the flows of every coflow."""
+        with self.app._lock:
+            return 200, self.app.core.summary_view(self.app.now())
+
+    @route("rapier", PREFIX + "/dashboard", methods=["GET", "HEAD"])
+    def get_dashboard(self, req, **_kwargs):
+        """The live dashboard's page (:mod:`.dashboard`); it only reads the other
+        routes."""
+        return _asset_response("index.html")
+
+    @route("rapier", PREFIX + "/dashboard/{name}", methods=["GET", "HEAD"],
+           requirements={"name": r"[\s\S]*"})
+    def get_dashboard_file(self, req, name, **_kwargs):
+        """One of the dashboard's files by name (:data:`.dashboard.ASSETS`); any
+        other name, ``..`` and paths included, is a JSON 404 (``/dashboard/`` is
+        the page)."""
+        return _asset_response(name or "index.html")
+
+    @route("rapier", "/", methods=["GET", "HEAD"])
+    def get_root(self, req, **_kwargs):
+        """``/``: a redirect (302) to the dashboard."""
+        resp = Response(status=302)
+        resp.headers["Location"] = PREFIX + "/dashboard"
+        return resp
+
     @route("rapier", "/metrics", methods=["GET", "HEAD"])
     def get_metrics(self, req, **_kwargs):
         """Prometheus text format of the controller's metrics (:mod:`.metrics`), content
@@ -443,6 +496,10 @@ class RapierRestController(ControllerBase):
         _not_allowed(PREFIX + "/schedule", "GET, HEAD"))
     not_allowed_metrics = route("rapier", "/metrics", methods=_OTHER)(
         _not_allowed("/metrics", "GET, HEAD"))
+    not_allowed_summary = route("rapier", PREFIX + "/summary", methods=_OTHER)(
+        _not_allowed(PREFIX + "/summary", "GET, HEAD"))
+    not_allowed_dashboard = route("rapier", PREFIX + "/dashboard", methods=_OTHER)(
+        _not_allowed(PREFIX + "/dashboard", "GET, HEAD"))
     not_allowed_health = route("rapier", PREFIX + "/health", methods=_OTHER)(
         _not_allowed(PREFIX + "/health", "GET, HEAD"))
 

@@ -72,6 +72,23 @@ class ViewsMixin:
         """Every coflow (all states) in arrival order."""
         return [self.coflow_view(cid) for cid in self.coflows]
 
+    def summary_view(self, now_s: Optional[float] = None) -> Dict[str, Any]:
+        """A cheap summary for the dashboard (``GET /rapier/v1/summary``): ``now_s``
+        (the controller's clock, s), ``scheduler``, ``counts`` (coflows in memory by
+        state: active, done, cancelled) and ``ccts_s``, the completion times (s) of the
+        done coflows in memory (``retention_s``), ascending.  One pass over the
+        coflows; no flow is read."""
+        counts = {"active": 0, "done": 0, "cancelled": 0}
+        ccts = []
+        for cid, st in self.state.items():
+            counts[st] = counts.get(st, 0) + 1
+            c = self.coflows.get(cid) if st == "done" else None
+            if c is not None and c.cct_s is not None:
+                ccts.append(c.cct_s)
+        ccts.sort()
+        return _jsonable({"now_s": now_s, "scheduler": self.settings.scheduler,
+                          "counts": counts, "ccts_s": ccts})
+
     def schedule_view(self) -> Dict[str, Any]:
         """The schedule in force, for ``GET /schedule``: allocations of unfinished
         flows only (in ``coflow`` mode the last decision outlives flows that finished
