@@ -414,7 +414,9 @@ def test_cancelled_open_coflow_closes_after_it_left_memory(tmp_path):
     call(app, "POST", P, {"id": "x", "open": True, "name": "n", "flows": [
         {"src": "h1", "dst": "h5", "dst_port": 5001}]})
     assert call(app, "DELETE", P + "/x")[0] == 200
+    assert len(app.core.match_index) == 1
     assert app.core.prune(app.now() + 10.0) == ["x"]
+    assert len(app.core.match_index) == 0  # pruned flows leave the index too
     st, v = call(app, "POST", P + "/x/close")
     assert st == 200 and v["state"] == "cancelled" and v["open"] is False
     assert v["name"] == "n" and v["flows"][0]["size_bytes"] is None

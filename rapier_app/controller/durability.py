@@ -170,6 +170,8 @@ class DurabilityMixin:
             self.names.pop(cid, None)
             self.open_coflows.discard(cid)
             for f in c.flows:
+                if f.flow_id in self.tracks:  # its entry in the index of live matches
+                    self.match_index.remove(f, self.flow_match_of(f))
                 tr = self.tracks.pop(f.flow_id, None)
                 if tr is not None:
                     self.flow_by_cookie.pop(tr.cookie, None)
