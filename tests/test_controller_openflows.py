@@ -422,3 +422,62 @@ def test_cancelled_open_coflow_closes_after_it_left_memory(tmp_path):
     assert v["name"] == "n" and v["flows"][0]["size_bytes"] is None
     assert call(app, "POST", P + "/x/flows", {"flows": [
         {"src": "h1", "dst": "h5", "dst_port": 5002}]})[0] == 409
+
+
+def _sizes_seen(sched, cid):
+    """The flow sizes a scheduler cached for coflow ``cid`` (None: nothing cached)."""
+    inner = getattr(sched, "inner", sched)
+    while getattr(inner, "inner", None) is not None:
+        inner = inner.inner
+    e = getattr(inner, "_carr", {}).get(cid)
+    if e is not None:
+        return sorted(e.sizes.tolist())
+    e = getattr(inner, "_coflow_cache", {}).get(cid)
+    if e is not None and e[1] is not None and e[1][5] is not None:
+        return sorted(e[1][5].tolist())
+    return None
+
+
+@pytest.mark.parametrize("scheduler", ["rapier", "baseline", "routing-only",
+                                       "scheduling-only", "sincronia", "aalo", "philae",
+                                       "fifo", "optas"])
+def test_every_scheduler_takes_flows_added_and_estimates_grown(scheduler):
+    """Flows added to a coflow the scheduler already planned, flows finishing between
+    adds, and an estimate that grows: every decision covers every active flow, no
+    scheduler fails (a failure would put the coflow on default forwarding), and
+    caches of sizes follow the estimate."""
+    app = build(scheduler=scheduler, agent_url="")
+    core = app.core
+    call(app, "POST", P, {"id": "o", "open": True, "flows": [
+        {"src": "h1", "dst": "h5", "src_port": 7000, "size_bytes": 4 * MB},
+        {"src": "h2", "dst": "h5", "src_port": 7000}]})
+    call(app, "POST", P, {"id": "k", "flows": [
+        {"src": "h3", "dst": "h6", "dst_port": 5001, "size_bytes": 8 * MB}]})
+
+    def check():
+        live = {f.flow_id for c in core.active() for f in c.active_flows()}
+        assert core.fallback == {} and core.errors == [], (core.fallback, core.errors)
+        assert live <= set(core.last_schedule.allocations), live
+        for fid in live:
+            assert core.desired.of_flow(fid), fid  # every live flow has its rules
+
+    check()
+    for i, src in enumerate(("h3", "h4", "h6")):
+        st, _ = call(app, "POST", P + "/o/flows", {"flows": [
+            {"src": src, "dst": "h5", "src_port": 7000, "size_bytes": (i + 1) * MB}]})
+        assert st == 201
+        check()
+        if i == 0:
+            call(app, "POST", P + "/o/flows/0/done")
+            check()
+    tr = core.tracks["o/1"]
+    core.apply_flow_stats(tr.first_dpid, [(tr.cookie, 11_000_000 + 100 * HDR, 100)], 5.0)
+    check()
+    assert core.coflows["o"].flows[1].spec.size_bytes == 2 * FLOOR_BYTES
+    seen = _sizes_seen(core.scheduler, "o")
+    if seen is not None:
+        assert 2 * FLOOR_BYTES in seen, seen
+    for i in range(1, 5):
+        call(app, "POST", P + f"/o/flows/{i}/done")
+        check()
+    assert call(app, "POST", P + "/o/close")[1]["state"] == "done"

@@ -201,8 +201,8 @@ class OpenFlowsMixin:
         for i, (spec, _, _) in enumerate(prepared):
             f = FlowState(spec, self.policy, max(float(now), c.arrival_s))
             f._ord = first + i
-            c.flows.append(f)
             new.append(f)
+        c.flows = c.flows + new  # a new list: caches keyed on its identity see the change
         self.respec(c)
         self.attach_flows(new, [tr for _, tr, _ in prepared])
         self.notify_scheduler([cid])

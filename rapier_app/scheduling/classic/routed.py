@@ -80,6 +80,15 @@ class _Routed(Scheduler):
     def pick_path(self, flow: FlowState) -> tuple:
         return self.ecmp_path(flow)
 
+    def coflows_changed(self, coflow_ids: Sequence[str]) -> None:
+        """Hook (:meth:`Scheduler.coflows_changed`): flows were added to these
+        coflows or their sizes changed: their cached views (routes, sizes) are
+        dropped and rebuilt at the next decision (routes already chosen stay)."""
+        super().coflows_changed(coflow_ids)
+        for cid in coflow_ids:
+            self._coflow_cache.pop(cid, None)
+            self._finished.pop(cid, None)
+
     def flows_finished(self, flows: Sequence[FlowState]) -> None:
         """Hook (:meth:`Scheduler.flows_finished`): remember the finished flows per
         coflow, so that :meth:`_active_routes` drops them from a coflow's cached

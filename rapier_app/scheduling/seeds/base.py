@@ -230,6 +230,19 @@ class _SeedScheduler(Scheduler):
             self._groups[c.coflow_id] = g
         return g
 
+    def coflows_changed(self, coflow_ids: Sequence[str]) -> None:
+        """Hook (:meth:`Scheduler.coflows_changed`): flows were added to these
+        coflows or their sizes changed; :meth:`group` assumes a coflow's flow set
+        never grows, so their cached groups (and Sincronia's demand rows) are
+        dropped and rebuilt at the next decision (sticky routes stay)."""
+        super().coflows_changed(coflow_ids)
+        cache = self.__dict__.get("_dcache")
+        for cid in coflow_ids:
+            self._groups.pop(cid, None)
+            self._finished.pop(cid, None)
+            if isinstance(cache, dict):
+                cache.pop(cid, None)
+
     def flows_finished(self, flows: Sequence[FlowState]) -> None:
         """Hook (:meth:`Scheduler.flows_finished`): remember which flows finished,
         per coflow, so :meth:`group` drops them from the cached group without
