@@ -142,3 +142,82 @@ def test_scrape_configuration(tmp_path):
     # the docs show this very configuration
     doc = open(os.path.join(REPO, "docs", "operations.md")).read()
     assert "configs/prometheus/prometheus.yml" in doc
+
+
+# -- every panel against a real Prometheus scraping a controller ---------------------------
+def _flow(src, dst, size, port):
+    return {"src": src, "dst": dst, "size_bytes": size, "dst_port": port}
+
+
+def test_every_panel_answers_in_a_real_prometheus(tmp_path):
+    """A real Prometheus (Debian's) scrapes an in-process controller's ``/metrics`` over
+    HTTP every second while 3 coflows arrive, 2 finish; then every panel's query
+    (Grafana's variables substituted) returns data, with the values the controller
+    shows."""
+    import time
+
+    from mininet_tests.observe import Prometheus
+    from rapier_app.controller.inprocess import InProcessServer
+    from test_rest_security import call, make_app
+
+    app = make_app(scheduler="rapier", topology="leafspine:2,2,2")
+    topo = app.core.topology
+    with InProcessServer(app.wsgi) as srv, \
+            Prometheus([srv.url.split("//", 1)[1]], str(tmp_path / "prom"), 1.0) as prom:
+        def wait(expr, ok, timeout_s=20.0):
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                r = prom.query(expr)
+                if r and ok(r):
+                    return r
+                time.sleep(0.25)
+            raise AssertionError(f"{expr}: {prom.query(expr)}")
+
+        wait("up", lambda r: r[0]["value"][1] == "1")
+        MB = 1 << 20
+        for cid, flows in (("a", [_flow("h1", "h3", 20 * MB, 5001)]),
+                           ("b", [_flow("h2", "h4", 30 * MB, 5002)]),
+                           ("c", [_flow("h1", "h4", 40 * MB, 5003)])):
+            assert call(app, "POST", "/rapier/v1/coflows", {"id": cid, "flows": flows})[0] == 201
+        for cid in ("a", "b"):
+            assert call(app, "POST", f"/rapier/v1/coflows/{cid}/flows/0/done")[0] == 200
+        wait('rapier_coflows{state="done"}', lambda r: r[0]["value"][1] == "2")
+        # two more scrapes, so that every rate() has points after the completions
+        wait("count_over_time(up[1m])", lambda r: float(r[0]["value"][1]) >= 4)
+        time.sleep(2.2)
+
+        dash = load_dashboard()
+        subst = dict(GRAFANA_VARS, **{"$__rate_interval": "1m"})
+        results = {}
+        for title, t in queries(dash):
+            expr = t["expr"]
+            for k, v in subst.items():
+                expr = expr.replace(k, v)
+            r = prom.query(expr)
+            assert r, f"{title}: no data for {expr}"
+            results.setdefault(title, []).append(r)
+        # the dashboard's variables
+        labels = prom.query('group by (job, instance) (rapier_coflows)')[0]["metric"]
+    assert labels == {"job": "rapier", "instance": srv.url.split("//", 1)[1]}
+
+    def one(title, i=0):
+        (s,) = results[title][i]
+        return float(s["value"][1])
+
+    by_state = {s["metric"]["state"]: float(s["value"][1])
+                for s in results["Coflows by state"][0]}
+    assert by_state == {"active": 1.0, "done": 2.0, "cancelled": 0.0}
+    assert one("Active coflows") == 1 and one("Coflows done") == 2
+    assert one("Active flows") == 1
+    assert one("Switches connected") == 0 and one("Links down") == 0
+    util = results["Link utilisation now (scheduled / capacity)"][0]
+    assert len(util) == len(topo.links)
+    values = [float(s["value"][1]) for s in util]
+    assert values == sorted(values, reverse=True) and 0 < values[0] <= 1  # c is scheduled
+    assert {s["metric"]["src"] for s in util} <= set(topo.graph.nodes)
+    p50 = one("Coflow completion time (CCT)", 0)
+    assert p50 > 0 and p50 < 1e3  # two CCTs observed: a finite quantile
+    assert len(results["Least residual capacity"][0]) == min(10, len(topo.links))
+    reasons = {s["metric"]["reason"] for s in
+               results["Coflows sent to default forwarding, by reason"][0]}
+    assert reasons == {"budget", "scheduler_error", "scheduler", "background"}
