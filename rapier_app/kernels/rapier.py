@@ -248,3 +248,27 @@ def mark_blocks_kernel(off, npaths, nhops, mflat, mark):  # pragma: no cover - c
         o = off[j]
         for t in range(npaths[j] * nhops[j]):
             mark[mflat[o + t]] = True
+
+
+@jit
+def min_crossings_kernel(off, npaths, nhops, mflat, vol, w):  # pragma: no cover
+    """sum_j vol[j] * min_k sum_{l in path k of flow j} w[l]: the volume (bits,
+    weighted by ``w``, float64[L + 1] with 0 for the sentinel link) that any routing
+    of the flows over their candidate paths (blocks of :func:`greedy_place_kernel`)
+    must put on the links ``w`` weighs.  The routing-independent term of LP (4)'s
+    dual bound (:func:`~rapier_app.scheduling.rapier.lp4.certify_routing`).
+    Source: LP duality for RAPIER's (4) (Section IV-A)."""
+    tot = 0.0
+    for j in range(off.shape[0]):
+        o = off[j]
+        H = nhops[j]
+        best = np.inf
+        for k in range(npaths[j]):
+            s = 0.0
+            for h in range(H):
+                s += w[mflat[o + k * H + h]]
+            if s < best:
+                best = s
+        if best > 0.0:
+            tot += vol[j] * best
+    return tot

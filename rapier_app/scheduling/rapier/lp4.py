@@ -337,6 +337,79 @@ def solve_lp4_reference(topology: Topology, volumes_bits: Sequence[float],
     return alpha.solution_value(), ms, t1 - t0, t2 - t1
 
 
+def certify_routing(load: np.ndarray, cap: np.ndarray, all_links: np.ndarray,
+                    blocks: Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                    vols_bits: np.ndarray, mand: Tuple[np.ndarray, np.ndarray],
+                    reserved_bits: Optional[np.ndarray] = None) -> Tuple[float, float]:
+    """How far one integral routing of a coflow is from the optimum of LP (4).
+
+    With t = 1/alpha, LP (4) (with ``reserved_bits`` B) reads: minimise t such that
+    B_l + load_l(x) <= C_l t on every link l of the candidate paths, x a fractional
+    routing.  A routing with loads ``load`` reaches t_route = max_l (B_l + load_l) /
+    C_l over those links.  LP duality bounds the optimum from below: for any
+    weights y >= 0 on the links, t* >= (sum_l y_l B_l + sum_j v_j min_k y(p_jk)) /
+    sum_l y_l C_l.  Three weightings are taken, and the largest bound kept:
+    one link at a time for the links every candidate of a flow crosses (``mand``:
+    a host's access links), y = 1 on the routing's tight links (within 1e-6 of
+    t_route: an edge switch's uplinks, a pod's core links), and B_l / C_l on each
+    candidate link alone (row (4a) with no load).  When the bound meets t_route the
+    routing is an optimal solution of (4) (alpha* = 1 / t_route), whatever solver
+    would have been used.
+
+    Args:
+        load: bits per link of the routing (float64[L]).
+        cap: C_l per link in bit/s (the capacities (4) routes on).
+        all_links: the candidate paths' links (sorted int array, LP (4)'s rows).
+        blocks: the flows' candidate paths as path blocks ``(off, npaths, nhops,
+            mflat)`` (:meth:`~.plan._CoflowArrays.path_blocks`, sentinel L).
+        vols_bits: v_j per flow in bits.
+        mand: (links, bits) every routing puts on those links
+            (:meth:`~.plan._CoflowArrays.mandatory_load`).
+        reserved_bits: B_l per link in bits, or None (no reservation).
+
+    Returns:
+        (t_route, t_lower) in seconds: the routing's 1/alpha on (4)'s rows and a lower
+        bound on 1/alpha*; (inf, 0.0) when a candidate link has no capacity.
+
+    Source: RAPIER Section IV-A, model (4), and its LP dual.
+    """
+    if not all_links.size:
+        return math.inf, 0.0
+    c = cap[all_links]
+    if not np.all(c > 0):
+        return math.inf, 0.0
+    B = reserved_bits
+    lb = 0.0
+    if B is None:
+        u = load[all_links] / c
+    else:
+        b = B[all_links]
+        u = (b + load[all_links]) / c
+        lb = float(np.max(b / c))
+    t_route = float(np.max(u))
+    ml, mb = mand
+    if ml.size:
+        lb = max(lb, float(np.max(((mb if B is None else B[ml] + mb)) / cap[ml])))
+    tight = all_links[u >= t_route * (1.0 - 1e-6)]
+    L = len(cap)
+    w = np.zeros(L + 1)
+    w[tight] = 1.0
+    off, npaths, nhops, mflat = blocks
+    if kernels.ENABLED:
+        cross = krapier.min_crossings_kernel(off, npaths, nhops, mflat,
+                                             np.asarray(vols_bits, dtype=float), w)
+    else:
+        cross = 0.0
+        for j in range(len(off)):
+            K, H, o = int(npaths[j]), int(nhops[j]), int(off[j])
+            best = float(w[mflat[o:o + K * H]].reshape(K, H).sum(axis=1).min())
+            if best > 0.0:
+                cross += float(vols_bits[j]) * best
+    bt = 0.0 if B is None else float(B[tight].sum())
+    lb = max(lb, (bt + cross) / float(cap[tight].sum()))
+    return t_route, lb
+
+
 class Commodities:
     """The commodities of LP (4) for one set of flows (see :func:`solve_lp4_aggregated`),
     reusable while the flows and their candidate paths do not change.

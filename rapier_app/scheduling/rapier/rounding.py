@@ -15,6 +15,7 @@ Units: volumes in bits, capacities in bit/s.
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,7 +26,8 @@ from topologies import Topology
 from ...core.model import FlowState
 from ...kernels import rapier as krapier
 from ..pathcache import pad_rows, pair_paths
-from .lp4 import LP4Structure, lp4_commodities, route_load, solve_lp4, solve_lp4_aggregated
+from .lp4 import (LP4Structure, certify_routing, lp4_commodities, route_load, solve_lp4,
+                  solve_lp4_aggregated)
 from .plan import _CoflowArrays
 
 
@@ -60,14 +62,19 @@ class LPRounding:
             ``lp_solve_s`` are increased in place.
         ecmp_path: the scheduler's ECMP hash (flow -> path).
         path_links: path -> its link indices (int array).
+        lp: ``"fast"`` (the greedy placement when LP duality certifies it optimal
+            for (4), else the simplex: :meth:`_certified`) or ``"exact"`` (always
+            the simplex, ``solver``).  Both give an optimal solution of (4); they
+            may be different optimal solutions, so the rounding may differ.
     """
 
     def __init__(self, topology: Topology, solver: str, lp_time_limit_s: Optional[float],
                  aggregate: Optional[bool], aggregate_min_paths: int, tie_break: str,
                  max_paths: Optional[int], stats: dict,
                  ecmp_path: Callable[[FlowState], tuple],
-                 path_links: Callable[[tuple], np.ndarray]):
+                 path_links: Callable[[tuple], np.ndarray], lp: str = "fast"):
         self.topology = topology
+        self.lp = lp
         self.solver = solver
         self.lp_time_limit_s = lp_time_limit_s
         self.aggregate = aggregate
@@ -94,6 +101,10 @@ class LPRounding:
         if all(len(ps) == 1 for ps in usable):
             return dict(zip([f.flow_id for f in flows], [ps[0] for ps in usable])), \
                 None, 0.0, 0.0, None
+        if self.lp == "fast" and carr is not None and usable is carr.cand:
+            got = self._certified(flows, vols, usable, lp_cap, carr, reserved, round_routes)
+            if got is not None:
+                return got
         agg = None
         if link_mats is not None and (self.aggregate or (
                 self.aggregate is None and
@@ -129,10 +140,67 @@ class LPRounding:
         routes, kidx = self._tie(flows, vols, usable, base, lp_cap, reserved, carr, kidx)
         return routes, lp_alpha, build_s, solve_s, kidx
 
+    def _certified(self, flows: Sequence[FlowState], vols: List[float],
+                   usable: List[List[tuple]], lp_cap: np.ndarray, carr: "_CoflowArrays",
+                   reserved: Optional[np.ndarray],
+                   round_routes: Optional[RoundFn]) -> Optional[tuple]:
+        """``lp="fast"``: LP (4) solved by the greedy placement when LP duality
+        certifies it optimal (:func:`~.lp4.certify_routing`, within a relative 1e-9),
+        else None (the caller solves (4) by simplex).
+
+        The greedy placement (:meth:`_greedy_paths`, behind ``reserved``) is an
+        integral solution of (4): m_jk = alpha on flow j's placed path.  When its
+        1/alpha meets the dual bound it is an optimal solution of (4), the argmax
+        rounding keeps it as it is, and the tie-break then weighs it against the
+        ECMP routing as usual.  Returns what :meth:`route` returns, with the
+        certificate's wall time as build seconds and no solve seconds."""
+        import time
+
+        t0 = time.perf_counter()
+        vol = np.asarray(vols, dtype=float)
+        L = len(lp_cap)
+        load = np.zeros(L)
+        if kernels.ENABLED:
+            gk = self._greedy_index(vol, carr, lp_cap, reserved)
+            off, npaths, nhops, mflat = carr.path_blocks()
+            krapier.route_load_kernel(vol, off, nhops, gk, mflat, L, load)
+            gpaths = [ps[k] for ps, k in zip(usable, gk.tolist())]
+            greedy = gk
+        else:
+            gk = None
+            gpaths = self._greedy_paths(flows, vol, usable, lp_cap, reserved)
+            ll, lb = route_load(self.topology, gpaths, vol)
+            load[ll] = lb
+            greedy = gpaths
+        t_route, t_lower = certify_routing(load, lp_cap, carr.all_links, carr.path_blocks(),
+                                           vol, carr.mandatory_load(vol), reserved)
+        if not (math.isfinite(t_route) and t_route > 0 and
+                t_lower >= t_route * (1.0 - 1e-9)):
+            self.stats["lp_fast_s"] += time.perf_counter() - t0
+            return None
+        lp_alpha = 1.0 / t_route
+        base = dict(zip([f.flow_id for f in flows], gpaths))
+        base_k = gk
+        if round_routes is not None:  # a variant's own rounding of the LP values
+            ms = []
+            for ps, p in zip(usable, gpaths):
+                m = np.zeros(len(ps))
+                m[ps.index(p)] = lp_alpha
+                ms.append(m)
+            base = round_routes(flows, vols, usable, ms, lp_cap)
+            base_k = None
+        self.stats["lp_solves"] += 1
+        self.stats["lp_certified"] += 1
+        routes, kidx = self._tie(flows, vols, usable, base, lp_cap, reserved, carr, base_k,
+                                 greedy)
+        dt = time.perf_counter() - t0
+        self.stats["lp_fast_s"] += dt
+        return routes, lp_alpha, dt, 0.0, kidx
+
     def _tie(self, flows: Sequence[FlowState], vols: List[float], usable: List[List[tuple]],
              base: Dict[str, tuple], lp_cap: np.ndarray, reserved: Optional[np.ndarray],
              carr: Optional["_CoflowArrays"] = None,
-             base_k: Optional[np.ndarray] = None) -> tuple:
+             base_k: Optional[np.ndarray] = None, greedy=None) -> tuple:
         """The ``tie_break`` rule (class docstring) applied to the rounded ``base``
         routes behind the ``reserved`` bits per link: returns (flow_id -> path, the
         routes' candidate indexes or None).
@@ -181,14 +249,15 @@ class LPRounding:
                 links = np.flatnonzero(load > 0)
                 return score_of(links, load[links])
 
-            gk = self._greedy_index(vol, carr, lp_cap, B)
+            gk = greedy if greedy is not None else self._greedy_index(vol, carr, lp_cap, B)
             cands = [(score_k(ek), ek),
                      (score([base[f.flow_id] for f in flows]) if base_k is None
                       else score_k(base_k), None),
                      (score_k(gk), gk)]
         else:
             cands = [(score(ecmp), ecmp), (score([base[f.flow_id] for f in flows]), None),
-                     (score(g := self._greedy_paths(flows, vol, usable, lp_cap, B)), g)]
+                     (score(g := greedy if greedy is not None else
+                            self._greedy_paths(flows, vol, usable, lp_cap, B)), g)]
         best_w = min(c[0][0] for c in cands)
         tied = [c for c in cands if c[0][0] <= best_w * (1 + 1e-9)]
         best_s = min(c[0][1] for c in tied)

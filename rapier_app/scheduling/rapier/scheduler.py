@@ -191,10 +191,21 @@ class Rapier(Scheduler):
             behind one of 80 s on one uplink, average CCT 38.7 s with checks at
             coflow events only, 12.5 s with the wake-ups or without the guard).
 
+        lp: how LP (4) is solved: ``"fast"`` (default) the greedy placement
+            (largest flow first, each on the candidate path of least worst
+            (B_l + load_l + v) / C_l) whenever LP duality proves it optimal for (4)
+            within a relative 1e-9 (:func:`~.lp4.certify_routing`: a host's access
+            links, or the tight links of the placement, carry that much whatever
+            the routing), else the simplex (``solver``); ``"exact"``: the simplex
+            always.  Both are optimal solutions of (4); (4) has many, and they may
+            round to different routes (the ``"fast"`` one is already integral).
+            On the benchmark's coflows and the Facebook hour on ``fattree:10`` the
+            certificate held at every solve measured (``stats["lp_certified"]``).
+
     Raises:
         SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on,
-            negative aggregate_min_paths, unknown tie_break, wc_ties, wc_order or
-            wait_reset, or a solver OR-Tools' model_builder does not offer here.
+            negative aggregate_min_paths, unknown tie_break, wc_ties, wc_order,
+            wait_reset or lp, or a solver OR-Tools' model_builder does not offer here.
     """
 
     #: tie_break when none is given (variants that change the rounding keep "none")
@@ -218,8 +229,9 @@ class Rapier(Scheduler):
                  aggregate_min_paths: int = 50_000, incremental: bool = True,
                  tie_break: Optional[str] = None, wc_ties: str = "order",
                  wc_order: str = "pick", wait_reset: str = "any",
-                 guard_wakeup: bool = False):
+                 guard_wakeup: bool = False, lp: str = "fast"):
         super().__init__(topology, seed, max_paths)
+        self.lp = _choice("lp", lp, ("fast", "exact"))
         self.guard_wakeup = bool(guard_wakeup)
         self._guard_at = math.inf
         self.wc_ties = _choice("wc_ties", wc_ties, ("order", "arrival"))
@@ -262,12 +274,13 @@ class Rapier(Scheduler):
         # matrices, sizes, LP4Structure), valid while the active flows are the same.
         self._carr: Dict[str, _CoflowArrays] = {}
         self.stats = {"lp_solves": 0, "lp_build_s": 0.0, "lp_solve_s": 0.0, "passes": 0,
-                      "lp_reused": 0, "wc_passes": 0, "lb_skips": 0}
+                      "lp_reused": 0, "wc_passes": 0, "lb_skips": 0, "lp_certified": 0,
+                      "lp_fast_s": 0.0}
         #: Algorithm 2's LP solve and rounding, with this scheduler's settings
         self._rounding = LPRounding(self.topology, self.solver, self.lp_time_limit_s,
                                     self.aggregate, self.aggregate_min_paths, self.tie_break,
                                     self.max_paths, self.stats, self.ecmp_path,
-                                    self._path_links)
+                                    self._path_links, self.lp)
 
     # -- helpers --------------------------------------------------------------------
     def _candidates(self, f: FlowState) -> tuple:
