@@ -48,3 +48,37 @@ def test_schedulers_on_one_topology_share_the_candidate_lists():
     fl = _F()
     fl.src, fl.dst = src, dst
     assert a.candidates(fl) is pp.paths and b.candidates(fl) is pp.paths
+
+
+@pytest.mark.parametrize("spec", ["fattree:4", "fattree:6", "fattree:4,19", "vl2:4,4",
+                                  "leafspine:4,3,2", "bigswitch:5", "fig1"])
+def test_generated_paths_are_the_topologys_candidate_paths(spec):
+    """The pair cache's paths, generated from the switch graph's hop distances
+    (``_Fabric``), are ``candidate_paths``' in the same order, with their
+    ``path_links`` rows, for every host pair (and capped at 2)."""
+    from topologies import build_topology
+
+    topo = build_topology(spec)
+    ref = build_topology(spec)  # a twin whose pairs go through candidate_paths
+    hosts = topo.hosts
+    for src in hosts:
+        for dst in hosts:
+            for k in (None, 2):
+                pp = pair_paths(topo, src, dst, k)
+                want = ref.candidate_paths(src, dst, k)
+                assert pp.paths == want, (spec, src, dst)
+                assert [a.tolist() for a in pp.arrays] == \
+                    [ref.path_links(p).tolist() for p in want]
+                if pp.mat is not None:
+                    assert pp.mat.tolist() == [ref.path_links(p).tolist() for p in want]
+                    assert pp.padded.tolist() == pp.mat.tolist()
+
+
+def test_generated_paths_raise_as_candidate_paths():
+    from topologies.base import TopologyError
+
+    topo = fat_tree(4)
+    with pytest.raises(TopologyError, match="unknown host 'nope'"):
+        pair_paths(topo, topo.hosts[0], "nope")
+    with pytest.raises(TopologyError, match="unknown host"):
+        pair_paths(topo, "e_0_0", topo.hosts[0])  # a switch is no host

@@ -31,6 +31,7 @@ Values are exactly :meth:`Topology.path_links`' (the cache changes no decision).
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -94,16 +95,22 @@ class PairPaths:
 
     __slots__ = ("topology", "paths", "_arrays", "_links", "_mat", "_padded", "_common")
 
-    def __init__(self, topology: Topology, paths: List[tuple]):
+    def __init__(self, topology: Topology, paths: List[tuple],
+                 mat: Optional[np.ndarray] = None):
         self.topology = topology
         self.paths = paths
         self._arrays = self._links = self._padded = self._common = None
         self._mat = False  # not built yet (None is a valid value: ragged)
+        if mat is not None:  # the paths' link indices, equal lengths (_Fabric)
+            self._mat = self._padded = mat
 
     @property
     def arrays(self) -> List[np.ndarray]:
         if self._arrays is None:
-            self._arrays = [self.topology.path_links(p) for p in self.paths]
+            if self._mat is not False and self._mat is not None:
+                self._arrays = list(self._mat)
+            else:
+                self._arrays = [self.topology.path_links(p) for p in self.paths]
         return self._arrays
 
     @property
@@ -153,6 +160,174 @@ def _topology_cache(store: "weakref.WeakKeyDictionary", last: list,
     return cache
 
 
+class _Fabric:
+    """The equal-cost shortest paths of one frozen topology, generated from its
+    switch graph's hop distances instead of a path search per pair.
+
+    Hop distances between switches (over switches only, as
+    :meth:`Topology.candidate_paths` routes) come from one breadth-first search per
+    destination switch.  The shortest paths from switch u to switch
+    d are u followed by the shortest paths to d of each successor n of u (in name
+    order) one hop nearer to d; they are memoised per (u, d) with their link
+    indices, so the paths of the pairs behind one edge switch share the work and
+    each pair costs a few array operations.  Enumerating successors in name order
+    yields the paths sorted by name, as ``sorted(nx.all_shortest_paths(...))``.
+
+    :meth:`pair` returns the same paths, in the same order, as
+    ``candidate_paths(src, dst, k)`` and their :meth:`Topology.path_links` rows, for
+    hosts with one attachment switch each and no path slack (None otherwise: the
+    caller asks the topology).
+    """
+
+    def __init__(self, topology: Topology):
+        self.link_ids = topology.link_ids  # the links it was built on (not the
+        # topology itself: a value of a weak-keyed cache must not hold its key)
+        sw = [n for n, r in topology.graph.nodes(data="role") if r != "host"]
+        succ: Dict[str, list] = {n: [] for n in sw}
+        pred: Dict[str, list] = {n: [] for n in sw}
+        for (u, v), lid in topology.link_ids.items():
+            if u in succ and v in succ:
+                succ[u].append((v, lid))
+                pred[v].append(u)
+        self.succ = {u: sorted(vs) for u, vs in succ.items()}
+        self.pred = pred
+        self.memo: Dict[Tuple[str, str], tuple] = {}
+        #: (first switch, last switch) -> (per first-hop branch, its switch paths
+        #: from the next switch on; the link matrix from the first switch on)
+        self.top: Dict[Tuple[str, str], tuple] = {}
+        self.dist_to: Dict[str, Dict[str, float]] = {}
+        #: host -> (its switch, uplink id, downlink id), or None when multi-homed
+        self.attach: Dict[str, Optional[tuple]] = {}
+
+    def _switch_paths(self, u: str, d: str) -> tuple:
+        """(shortest switch paths u -> d as name tuples, sorted; their link ids as a
+        (paths x hops) int64 matrix)."""
+        key = (u, d)
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        if u == d:
+            got = ([(u,)], np.zeros((1, 0), np.int64))
+        else:
+            dd = self._dist_to(d)
+            want = dd[u] - 1
+            paths: List[tuple] = []
+            mats, lids, counts = [], [], []
+            if want < np.inf:
+                for n, lid in self.succ[u]:
+                    if dd[n] == want:
+                        ps, m = self._switch_paths(n, d)
+                        paths.extend([(u, *q) for q in ps])
+                        mats.append(m)
+                        lids.append(lid)
+                        counts.append(len(ps))
+            if mats:
+                m = mats[0] if len(mats) == 1 else np.concatenate(mats)
+                mat = np.empty((m.shape[0], m.shape[1] + 1), np.int64)
+                mat[:, 1:] = m
+                mat[:, 0] = np.repeat(lids, counts)
+            else:
+                mat = np.zeros((0, 1), np.int64)
+            got = (paths, mat)
+        if len(self.memo) >= MAX_PAIRS:
+            self.memo.clear()
+        self.memo[key] = got
+        return got
+
+    def _dist_to(self, d: str) -> Dict[str, float]:
+        """switch name -> its hop distance to switch ``d`` over switches (inf: no
+        path): a breadth-first search backwards from ``d``, memoised per ``d``."""
+        dd = self.dist_to.get(d)
+        if dd is None:
+            dd = dict.fromkeys(self.succ, math.inf)
+            dd[d] = 0
+            frontier, h = [d], 0
+            pred = self.pred
+            while frontier:
+                h += 1
+                nxt = []
+                for v in frontier:
+                    for u in pred[v]:
+                        if dd[u] == math.inf:
+                            dd[u] = h
+                            nxt.append(u)
+                frontier = nxt
+            self.dist_to[d] = dd
+        return dd
+
+    def _attachment(self, topo: Topology, h: str) -> Optional[tuple]:
+        a = self.attach.get(h, False)
+        if a is False:
+            topo.check_host(h)
+            ups = [s for s in topo.graph.successors(h) if not topo.is_host(s)]
+            downs = [s for s in topo.graph.predecessors(h) if not topo.is_host(s)]
+            a = None
+            if len(ups) == 1 and downs == ups:
+                s = ups[0]
+                a = (s, topo.link_ids[(h, s)], topo.link_ids[(s, h)])
+            self.attach[h] = a
+        return a
+
+    def pair(self, topo: Topology, src: str, dst: str, k: Optional[int]) -> Optional[tuple]:
+        """(paths, link matrix) of ``src -> dst`` capped at ``k``, or None when a
+        host is multi-homed or has a host neighbour (then ``candidate_paths``).
+
+        Raises:
+            TopologyError: unknown host, or no path (as ``candidate_paths``).
+        """
+        a, b = self._attachment(topo, src), self._attachment(topo, dst)
+        if a is None or b is None:
+            return None
+        s, d = a[0], b[0]
+        if s == d:
+            sps, m = self._switch_paths(s, d)
+            paths = [(src, s, dst)]
+        else:
+            # the first hop's branches: the tuples are built once, at the host level
+            top = self.top.get((s, d))
+            if top is None:
+                dd = self._dist_to(d)
+                want = dd[s] - 1
+                kids = [(self._switch_paths(n, d), lid) for n, lid in self.succ[s]
+                        if dd[n] == want] if want < np.inf else []
+                if kids:
+                    mm = np.concatenate([km for (_, km), _ in kids])
+                    m = np.empty((mm.shape[0], mm.shape[1] + 1), np.int64)
+                    m[:, 1:] = mm
+                    m[:, 0] = np.repeat([lid for _, lid in kids],
+                                        [len(kp) for (kp, _), _ in kids])
+                else:
+                    m = np.zeros((0, 1), np.int64)
+                top = ([kp for (kp, _), _ in kids], m)
+                if len(self.top) >= MAX_PAIRS:
+                    self.top.clear()
+                self.top[(s, d)] = top
+            lists, m = top
+            paths = [(src, s, *q, dst) for kp in lists for q in kp]
+        if not paths:
+            from topologies.base import TopologyError
+            raise TopologyError(f"path: no path from {src} to {dst}")
+        if k is not None:
+            paths, m = paths[:k], m[:k]
+        mat = np.empty((m.shape[0], m.shape[1] + 2), np.int64)
+        mat[:, 0] = a[1]
+        mat[:, 1:-1] = m
+        mat[:, -1] = b[2]
+        return paths, mat
+
+
+#: topology -> its _Fabric
+_FABRICS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _fabric(topology: Topology) -> _Fabric:
+    """The shared :class:`_Fabric` of a frozen ``topology`` (built on first use)."""
+    f = _FABRICS.get(topology)
+    if f is None or f.link_ids is not topology.link_ids:
+        f = _FABRICS[topology] = _Fabric(topology)
+    return f
+
+
 def pair_paths(topology: Topology, src: str, dst: str,
                max_paths: Optional[int] = None) -> PairPaths:
     """The shared :class:`PairPaths` of ``src -> dst`` on ``topology`` (candidate
@@ -166,7 +341,11 @@ def pair_paths(topology: Topology, src: str, dst: str,
     key = (src, dst, max_paths, topology.path_slack)
     pp = cache.get(key)
     if pp is None:
-        pp = PairPaths(topology, topology.candidate_paths(src, dst, max_paths))
+        got = None
+        if not topology.path_slack and src != dst and getattr(topology, "_frozen", False):
+            got = _fabric(topology).pair(topology, src, dst, max_paths)
+        pp = (PairPaths(topology, *got) if got is not None
+              else PairPaths(topology, topology.candidate_paths(src, dst, max_paths)))
         if len(cache) >= MAX_PAIRS:
             cache.clear()
         cache[key] = pp

@@ -16,6 +16,7 @@ Units: volumes in bits, capacities in bit/s.
 from __future__ import annotations
 
 import math
+import zlib
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -66,15 +67,19 @@ class LPRounding:
             for (4), else the simplex: :meth:`_certified`) or ``"exact"`` (always
             the simplex, ``solver``).  Both give an optimal solution of (4); they
             may be different optimal solutions, so the rounding may differ.
+        ecmp_seed: the seed of ``ecmp_path`` when it is the base scheduler's hash
+            (:meth:`_ecmp_hash_index` then computes it in place), else None.
     """
 
     def __init__(self, topology: Topology, solver: str, lp_time_limit_s: Optional[float],
                  aggregate: Optional[bool], aggregate_min_paths: int, tie_break: str,
                  max_paths: Optional[int], stats: dict,
                  ecmp_path: Callable[[FlowState], tuple],
-                 path_links: Callable[[tuple], np.ndarray], lp: str = "fast"):
+                 path_links: Callable[[tuple], np.ndarray], lp: str = "fast",
+                 ecmp_seed: Optional[int] = None):
         self.topology = topology
         self.lp = lp
+        self.ecmp_seed = ecmp_seed
         self.solver = solver
         self.lp_time_limit_s = lp_time_limit_s
         self.aggregate = aggregate
@@ -280,6 +285,8 @@ class LPRounding:
         list (int64 array, cached on ``carr``), or None when some flow's ECMP path
         is not a candidate (then the tie-break keeps the rounding)."""
         ek = carr.ecmp_k
+        if ek is None and self.ecmp_seed is not None:
+            ek = carr.ecmp_k = self._ecmp_hash_index(flows, carr)
         if ek is None:
             out = np.empty(len(flows), np.int64)
             for j, (f, ps) in enumerate(zip(flows, carr.cand)):
@@ -297,6 +304,24 @@ class LPRounding:
                     break
             ek = carr.ecmp_k = out
         return None if ek is False else ek
+
+    def _ecmp_hash_index(self, flows: Sequence[FlowState],
+                         carr: "_CoflowArrays") -> Optional[np.ndarray]:
+        """:meth:`_ecmp_index` from the hash of
+        :meth:`~rapier_app.scheduling.base.Scheduler.ecmp_path` itself (crc32 of
+        seed, endpoints and flow id, modulo the number of candidates), without
+        looking each path up in its list: the same index when every candidate
+        list is the pair's whole ECMP set of equal-length paths (else None)."""
+        seed = self.ecmp_seed
+        out = np.zeros(len(flows), np.int64)
+        crc = zlib.crc32
+        for j, (f, ps) in enumerate(zip(flows, carr.cand)):
+            K = len(ps)
+            if K > 1:
+                if len(ps[-1]) != len(ps[0]):
+                    return None
+                out[j] = crc(f"{seed}|{f.src}|{f.dst}|{f.flow_id}".encode()) % K
+        return out
 
     def _greedy_index(self, vol: np.ndarray, carr: "_CoflowArrays", cap: np.ndarray,
                       reserved: Optional[np.ndarray]) -> np.ndarray:

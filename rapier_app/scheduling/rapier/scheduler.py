@@ -280,7 +280,9 @@ class Rapier(Scheduler):
         self._rounding = LPRounding(self.topology, self.solver, self.lp_time_limit_s,
                                     self.aggregate, self.aggregate_min_paths, self.tie_break,
                                     self.max_paths, self.stats, self.ecmp_path,
-                                    self._path_links, self.lp)
+                                    self._path_links, self.lp,
+                                    self.seed if type(self).ecmp_path is Scheduler.ecmp_path
+                                    else None)
 
     # -- helpers --------------------------------------------------------------------
     def _candidates(self, f: FlowState) -> tuple:
@@ -392,7 +394,7 @@ class Rapier(Scheduler):
                                   rem_bytes=rem, paths=paths)
             use_mats = mats if usable is cand and e.uniform_mats else None
             struct = e.struct
-            if usable is cand and self.fast and struct is None and \
+            if usable is cand and self.fast and struct is None and self.lp == "exact" and \
                     self.aggregate is not True and \
                     e.n_cand <= (self.aggregate_min_paths if self.aggregate is None
                                  else math.inf) and e.n_cand > e.n:
