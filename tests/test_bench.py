@@ -15,6 +15,11 @@ def test_quick_json_reports_alg1_pass_and_lp_counts(capsys):
     # landed on its candidate links and its lower bound could still win the round
     assert res["lp_solves"]["k8_n20_w128"] == 39
     assert res["lp_solves"]["plain_k8_n20_w128"] == 210
+    # the same pass with lp="exact" (GLOP every time) solves the same 39 LPs; with
+    # the default lp="fast" the greedy placement is certified optimal at all 39
+    assert res["alg1_pass_exact_s"]["k8_n20_w128"] > 0
+    assert res["lp_solves"]["exact_k8_n20_w128"] == 39
+    assert res["lp_certified"]["k8_n20_w128"] == 39
 
 
 def test_sim_times_finds_the_trace_beside_the_repository():

@@ -6,8 +6,13 @@ Prints (text, or one JSON object with ``--json``):
   which is what the wall time would be on an otherwise idle machine; the 1-minute
   load average is printed as ``load_avg_1min``): wall time of one Algorithm 1 pass (plus Algorithm 3) of
   ``rapier`` over n fresh coflows of width 128 arriving at once on a k-ary fat-tree,
-  keyed ``k{K}_n{N}_w128``; the topology's candidate-path cache is warmed first (as
-  in a running controller) and the time to warm it is reported as ``path_cache_s``.
+  keyed ``k{K}_n{N}_w128``, with LP (4) solved by the default ``lp="fast"``
+  (``lp_certified``: the solves the greedy placement answered with a duality
+  certificate); ``alg1_pass_exact_s`` and ``alg1_pass_exact_cpu_s``: the same pass
+  with ``lp="exact"`` (GLOP at every solve).  The shared candidate-path cache
+  (:func:`~rapier_app.scheduling.pathcache.pair_paths`) is filled first for the
+  coflows' host pairs (as in a running controller) and the time to fill it is
+  reported as ``path_cache_s``.
   The literal Algorithm 1 (``fast=False``) is timed on the k=8, n=20 case as
   ``alg1_pass_plain_s``.
 * ``lp_ms``: LP (4) build and solve times per coflow (width 128), for the
@@ -27,7 +32,7 @@ Prints (text, or one JSON object with ``--json``):
 
 ``--quick`` measures k=8 with n = 20, 50, 100, the k=16 n=100 pass
 (``alg1_pass_s.k16_n100_w128``), 5 LPs per solver and ``fb_hour_s``; about
-two minutes on an idle 2-core machine.
+two minutes on an idle 2-core machine (each pass runs with both LP solvers).
 """
 
 from __future__ import annotations
@@ -52,19 +57,23 @@ def _states(coflows):
 
 
 def _warm_paths(topo, coflows) -> float:
+    """Wall seconds to fill the shared candidate-path cache the schedulers read
+    (:func:`~rapier_app.scheduling.pathcache.pair_paths` and its link matrix) for
+    every flow of ``coflows`` (pairs already cached cost a lookup)."""
+    from ..scheduling.pathcache import pair_paths
+
     t0 = time.perf_counter()
     for c in coflows:
         for f in c.flows:
-            for p in topo.candidate_paths(f.src, f.dst):
-                topo.path_links(p)
+            pair_paths(topo, f.src, f.dst).mat
     return time.perf_counter() - t0
 
 
 def alg1_pass(k: int, n: int, width: int = 128, seed: int = 1, fast: bool = True,
-              reps: int = 1) -> tuple:
+              reps: int = 1, lp: str = "fast") -> tuple:
     """(best pass wall time s over ``reps``, path-cache warm-up s, scheduler stats)
-    of one Algorithm 1 pass of ``rapier`` on fat_tree(k) with n coflows of ``width``."""
-    from topologies import fat_tree
+    of one Algorithm 1 pass of ``rapier`` (LP (4) solved by ``lp``: ``"fast"`` or
+    ``"exact"``) on fat_tree(k) with n coflows of ``width``."""
     from ..core.workload import synthetic
     from ..scheduling import make_scheduler
 
@@ -73,10 +82,11 @@ def alg1_pass(k: int, n: int, width: int = 128, seed: int = 1, fast: bool = True
     warm = _warm_paths(topo, coflows)
     # one untimed pass: loads the solver libraries and fills per-topology caches,
     # as in a controller that has been running for a while
-    make_scheduler("rapier", topo, seed=seed, fast=fast).schedule(0.0, _states(coflows[:2]))
+    make_scheduler("rapier", topo, seed=seed, fast=fast, lp=lp).schedule(
+        0.0, _states(coflows[:2]))
     best, stats = float("inf"), None
     for _ in range(reps):
-        s = make_scheduler("rapier", topo, seed=seed, fast=fast)
+        s = make_scheduler("rapier", topo, seed=seed, fast=fast, lp=lp)
         st = _states(coflows)
         c0 = time.process_time()
         t0 = time.perf_counter()
@@ -212,8 +222,7 @@ def main(argv=None) -> int:
                    help="FB trace: simulate the first N coflows (default 10, 6212 flows)")
     p.add_argument("--no-sim", action="store_true", help="skip the simulator wall times")
     p.add_argument("--max-k", type=int, default=16,
-                   help="skip the fat-tree passes above this k (the k=16 path cache "
-                        "alone takes about a minute to build)")
+                   help="skip the fat-tree passes above this k")
     p.add_argument("--fb-prefix", type=int, default=10,
                    help="fb_hour_s: replay the first N Facebook coflows (default 10)")
     add_common_arguments(p, quiet_help="log errors only (the measurements are the output)",
@@ -227,18 +236,29 @@ def main(argv=None) -> int:
     cases = [(8, 20), (8, 50), (8, 100)] + ([(16, 100)] if a.quick else
                                             [(16, 20), (16, 50), (16, 100)])
     cases = [(k, n) for k, n in cases if k <= a.max_k]
+    for k in ("alg1_pass_exact_s", "alg1_pass_exact_cpu_s", "lp_certified"):
+        res[k] = {}
     for k, n in cases:
-        dt, warm, stats = alg1_pass(k, n, reps=a.reps)
         key = f"k{k}_n{n}_w128"
-        res["alg1_pass_s"][key] = round(dt, 4)
-        res["alg1_pass_cpu_s"][key] = round(stats["cpu_s"], 4)
-        res["path_cache_s"][key] = round(warm, 3)
-        res["lp_solves"][key] = stats["lp_solves"]
-        if not a.json:
-            print(f"Algorithm 1 pass {key}: {dt:.3f} s wall, {stats['cpu_s']:.3f} s CPU "
-                  f"({stats['lp_solves']} LPs, "
-                  f"build {stats['lp_build_s']:.3f} s, solve {stats['lp_solve_s']:.3f} s; "
-                  f"path cache warm-up {warm:.1f} s)", flush=True)
+        for lp in ("fast", "exact"):
+            dt, warm, stats = alg1_pass(k, n, reps=a.reps, lp=lp)
+            if lp == "fast":
+                res["alg1_pass_s"][key] = round(dt, 4)
+                res["alg1_pass_cpu_s"][key] = round(stats["cpu_s"], 4)
+                res["path_cache_s"][key] = round(warm, 3)
+                res["lp_solves"][key] = stats["lp_solves"]
+                res["lp_certified"][key] = stats["lp_certified"]
+            else:
+                res["alg1_pass_exact_s"][key] = round(dt, 4)
+                res["alg1_pass_exact_cpu_s"][key] = round(stats["cpu_s"], 4)
+                res["lp_solves"][f"exact_{key}"] = stats["lp_solves"]
+            if not a.json:
+                print(f"Algorithm 1 pass {key}, lp={lp}: {dt:.3f} s wall, "
+                      f"{stats['cpu_s']:.3f} s CPU ({stats['lp_solves']} LPs, "
+                      f"{stats['lp_certified']} certified by the greedy placement; "
+                      f"simplex build {stats['lp_build_s']:.3f} s, solve "
+                      f"{stats['lp_solve_s']:.3f} s; path cache warm-up {warm:.2f} s)",
+                      flush=True)
     dt, _, stats = alg1_pass(8, 20, fast=False)
     res["alg1_pass_plain_s"] = {"k8_n20_w128": round(dt, 4)}
     res["alg1_pass_plain_cpu_s"] = {"k8_n20_w128": round(stats["cpu_s"], 4)}
