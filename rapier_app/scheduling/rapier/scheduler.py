@@ -191,7 +191,8 @@ class Rapier(Scheduler):
             behind one of 80 s on one uplink, average CCT 38.7 s with checks at
             coflow events only, 12.5 s with the wake-ups or without the guard).
 
-        lp: how LP (4) is solved: ``"fast"`` (default) the greedy placement
+        lp: how LP (4) is solved: ``"fast"`` (default of ``rapier`` and
+            ``rapier-bssi``; the other variants default to ``"exact"``) the greedy placement
             (largest flow first, each on the candidate path of least worst
             (B_l + load_l + v) / C_l) whenever LP duality proves it optimal for (4)
             within a relative 1e-9 (:func:`~.lp4.certify_routing`: a host's access
@@ -210,6 +211,10 @@ class Rapier(Scheduler):
 
     #: tie_break when none is given (variants that change the rounding keep "none")
     default_tie_break = "spread"
+    #: lp when none is given: "fast" where the quality bar was measured (``rapier``,
+    #: ``rapier-bssi``); the variants that show the LP vertex's own rounding keep
+    #: "exact"
+    default_lp = "fast"
 
     clairvoyant = True
     #: Section IV-C: Algorithm 1 "is invoked whenever a new coflow comes or an
@@ -229,9 +234,9 @@ class Rapier(Scheduler):
                  aggregate_min_paths: int = 50_000, incremental: bool = True,
                  tie_break: Optional[str] = None, wc_ties: str = "order",
                  wc_order: str = "pick", wait_reset: str = "any",
-                 guard_wakeup: bool = False, lp: str = "fast"):
+                 guard_wakeup: bool = False, lp: Optional[str] = None):
         super().__init__(topology, seed, max_paths)
-        self.lp = _choice("lp", lp, ("fast", "exact"))
+        self.lp = _choice("lp", self.default_lp if lp is None else lp, ("fast", "exact"))
         self.guard_wakeup = bool(guard_wakeup)
         self._guard_at = math.inf
         self.wc_ties = _choice("wc_ties", wc_ties, ("order", "arrival"))
