@@ -80,6 +80,7 @@ class LPRounding:
         self.topology = topology
         self.lp = lp
         self.ecmp_seed = ecmp_seed
+        self._capx = None  # the capacities with an inf for the sentinel link
         self.solver = solver
         self.lp_time_limit_s = lp_time_limit_s
         self.aggregate = aggregate
@@ -255,10 +256,11 @@ class LPRounding:
                 return score_of(links, load[links])
 
             gk = greedy if greedy is not None else self._greedy_index(vol, carr, lp_cap, B)
-            cands = [(score_k(ek), ek),
-                     (score([base[f.flow_id] for f in flows]) if base_k is None
-                      else score_k(base_k), None),
-                     (score_k(gk), gk)]
+            s_base = (score([base[f.flow_id] for f in flows]) if base_k is None
+                      else score_k(base_k))
+            # lp="fast": the rounding is the greedy placement itself (same scores)
+            cands = [(score_k(ek), ek), (s_base, None),
+                     (s_base if gk is base_k else score_k(gk), gk)]
         else:
             cands = [(score(ecmp), ecmp), (score([base[f.flow_id] for f in flows]), None),
                      (score(g := greedy if greedy is not None else
@@ -333,7 +335,9 @@ class LPRounding:
         load = np.zeros(L + 1)
         if reserved is not None:
             load[:L] = reserved
-        capx = np.append(cap, np.inf)
+        capx = self._capx
+        if capx is None or capx.shape[0] != L + 1 or not np.array_equal(capx[:L], cap):
+            capx = self._capx = np.append(cap, np.inf)  # kept: the same values
         out = np.zeros(len(vol), np.int64)
         krapier.greedy_place_kernel(np.argsort(-vol, kind="stable"), vol, off, npaths, nhops,
                                     mflat, load, capx, out)
