@@ -46,8 +46,8 @@ TOPOLOGIES = ["bigswitch:150", "fattree:4,19", "bigswitch:150/20", "fattree:10/2
 #: ``rapier-bssi:order=bssi`` is rapier-bssi's BSSI-only order (its default before
 #: the ``order`` parameter).
 SCHEDULERS = ["rapier", "rapier:wc_order=paper", "rapier-bssi:order=bssi", "rapier-bssi",
-              "rapier:lp=exact", "rapier:wc_order=paper,lp=exact",
-              "rapier-bssi:order=bssi,lp=exact", "rapier-bssi:lp=exact",
+              "rapier:lp=fast", "rapier:wc_order=paper,lp=fast",
+              "rapier-bssi:order=bssi,lp=fast", "rapier-bssi:lp=fast",
               "scheduling-only",
               "baseline", "routing-only", "fair"]
 #: the seed papers' schedulers (issue 16's delta work on their groups and
@@ -99,43 +99,43 @@ def run(topology: str, scheduler: str):
 
 #: (topology, scheduler) -> (decision points, fingerprint), from commit a255d54.
 PINNED = {}
-PINNED[('bigswitch:150', 'rapier:wc_order=paper,lp=exact')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
-PINNED[('bigswitch:150', 'rapier-bssi:order=bssi,lp=exact')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('bigswitch:150', 'rapier:wc_order=paper')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('bigswitch:150', 'rapier-bssi:order=bssi')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
 PINNED[('bigswitch:150', 'scheduling-only')] = (1025, 'afea98316a9294c17ffd635954597fb0849f5de235a2659556972ae0e19dce1e')
 PINNED[('bigswitch:150', 'baseline')] = (164, '3080108ace411bff779e3215c7958695ebce1b289a2709ec05e68c69e53d43a8')
 PINNED[('bigswitch:150', 'routing-only')] = (164, '3080108ace411bff779e3215c7958695ebce1b289a2709ec05e68c69e53d43a8')
 PINNED[('bigswitch:150', 'fair')] = (164, '3080108ace411bff779e3215c7958695ebce1b289a2709ec05e68c69e53d43a8')
-PINNED[('fattree:4,19', 'rapier:wc_order=paper,lp=exact')] = (1352, '01bc03d8ac9c2939a82c915cd73a78379f0469f05d755ebe1a61bc958cd477ab')
-PINNED[('fattree:4,19', 'rapier-bssi:order=bssi,lp=exact')] = (1418, '1eaaa67465e34653ec2bd2dfb02aa7d12a8ce396adb2598a3ddee0e67ee982eb')
+PINNED[('fattree:4,19', 'rapier:wc_order=paper')] = (1352, '01bc03d8ac9c2939a82c915cd73a78379f0469f05d755ebe1a61bc958cd477ab')
+PINNED[('fattree:4,19', 'rapier-bssi:order=bssi')] = (1418, '1eaaa67465e34653ec2bd2dfb02aa7d12a8ce396adb2598a3ddee0e67ee982eb')
 PINNED[('fattree:4,19', 'scheduling-only')] = (1645, '375968537b77856e19344ad56f03efcd53d70534b0679bdc49e7ae337c9a8c9e')
 PINNED[('fattree:4,19', 'baseline')] = (342, 'f1e122bc384b3e309c08c76cc33b6bbbf5286a6c2f59c40f98607b67ef9612e8')
 PINNED[('fattree:4,19', 'routing-only')] = (305, '160c2df6583e417ff11ec045ca2eaf2ecaf25285f586f620dff68ff89525cd2b')
 PINNED[('fattree:4,19', 'fair')] = (342, 'f1e122bc384b3e309c08c76cc33b6bbbf5286a6c2f59c40f98607b67ef9612e8')
-PINNED[('bigswitch:150/20', 'rapier:wc_order=paper,lp=exact')] = (1653, 'd14779d27b6f1bee68bf7b0eb464c9256caa93a47cfd48dbd7b1310472364e6e')
-PINNED[('bigswitch:150/20', 'rapier-bssi:order=bssi,lp=exact')] = (1834, '8c2b071f84e61e3869ca1ebf44a99772816217c32daa2ac702e43a0357c4981b')
+PINNED[('bigswitch:150/20', 'rapier:wc_order=paper')] = (1653, 'd14779d27b6f1bee68bf7b0eb464c9256caa93a47cfd48dbd7b1310472364e6e')
+PINNED[('bigswitch:150/20', 'rapier-bssi:order=bssi')] = (1834, '8c2b071f84e61e3869ca1ebf44a99772816217c32daa2ac702e43a0357c4981b')
 PINNED[('bigswitch:150/20', 'scheduling-only')] = (1851, 'ca6f167f1069b5ea68eea5ad33d5e0c6272cd8a51c6c464e86ebb7826f4ed327')
 PINNED[('bigswitch:150/20', 'baseline')] = (363, '0f27d3cb419b9cae634848aa71b7206a809b05ab7874d1ba9b272a5969f6ef33')
 PINNED[('bigswitch:150/20', 'routing-only')] = (363, '0f27d3cb419b9cae634848aa71b7206a809b05ab7874d1ba9b272a5969f6ef33')
 PINNED[('bigswitch:150/20', 'fair')] = (363, '0f27d3cb419b9cae634848aa71b7206a809b05ab7874d1ba9b272a5969f6ef33')
-PINNED[('fattree:10/20@60', 'rapier:wc_order=paper,lp=exact')] = (276, 'da17f7384fec21b27c2c8692701f9cdef5ebbe6ecc523703068d8a658bb623e9')
-PINNED[('fattree:10/20@60', 'rapier-bssi:order=bssi,lp=exact')] = (364, '6a7046c70f1a095194d6534f2d82434f928f31bd2fa2419159cda29b220b1129')
+PINNED[('fattree:10/20@60', 'rapier:wc_order=paper')] = (276, 'da17f7384fec21b27c2c8692701f9cdef5ebbe6ecc523703068d8a658bb623e9')
+PINNED[('fattree:10/20@60', 'rapier-bssi:order=bssi')] = (364, '6a7046c70f1a095194d6534f2d82434f928f31bd2fa2419159cda29b220b1129')
 PINNED[('fattree:10/20@60', 'scheduling-only')] = (350, '6042990a1f645928fa68d08ee3697bb06b60eae3bbc8af0018aeee592d815308')
 PINNED[('fattree:10/20@60', 'baseline')] = (192, '9188ddb6ac483995a236ca0be75cb3243858f69f6792db27606e5828c5d86e8d')
 PINNED[('fattree:10/20@60', 'routing-only')] = (278, 'eed20c7ea62d923715f335d0d20a8b4764c14521ce95e646a886cc6e2b5931ec')
 PINNED[('fattree:10/20@60', 'fair')] = (192, '9188ddb6ac483995a236ca0be75cb3243858f69f6792db27606e5828c5d86e8d')
 
-PINNED[('bigswitch:150', 'rapier:lp=exact')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
-PINNED[('fattree:4,19', 'rapier:lp=exact')] = (1456, 'd07fd5e5cc7cf69864c86125bca167be4eabfbd2609d8b21231c8583600e6b81')
-PINNED[('bigswitch:150/20', 'rapier:lp=exact')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
-PINNED[('fattree:10/20@60', 'rapier:lp=exact')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
+PINNED[('bigswitch:150', 'rapier')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('fattree:4,19', 'rapier')] = (1456, 'd07fd5e5cc7cf69864c86125bca167be4eabfbd2609d8b21231c8583600e6b81')
+PINNED[('bigswitch:150/20', 'rapier')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
+PINNED[('fattree:10/20@60', 'rapier')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
 
 # rapier-bssi with order="best" (issue 12, the lowest open-shop cost order among
 # BSSI's, the greedy one and SEBF's; its BSSI-only pins above are now
 # "rapier-bssi:order=bssi").  On two workloads its decisions are rapier's.
-PINNED[('bigswitch:150', 'rapier-bssi:lp=exact')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
-PINNED[('fattree:4,19', 'rapier-bssi:lp=exact')] = (1444, 'f87b7a62739368c4f7961b814cfddd4210c76707724c665afba046c7d690186a')
-PINNED[('bigswitch:150/20', 'rapier-bssi:lp=exact')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
-PINNED[('fattree:10/20@60', 'rapier-bssi:lp=exact')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
+PINNED[('bigswitch:150', 'rapier-bssi')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('fattree:4,19', 'rapier-bssi')] = (1444, 'f87b7a62739368c4f7961b814cfddd4210c76707724c665afba046c7d690186a')
+PINNED[('bigswitch:150/20', 'rapier-bssi')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
+PINNED[('fattree:10/20@60', 'rapier-bssi')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
 
 # the seed schedulers, from commit 261127a (before their groups were compacted in
 # place and Sincronia's demand rows were kept between decisions)
@@ -169,27 +169,27 @@ PINNED[('fattree:10/20@60', 'sincronia-maxmin')] = (186, '58f9823cf9639eb5832d4d
 PINNED[('fattree:10/20@60', 'sincronia-immediate')] = (1298, 'ab85af50a8509cb2ee5b26f90caf00a3d6ea2029a403a6334fb78dd8131a964f')
 
 
-# RAPIER with its default LP (4) solver, lp="fast" (the greedy placement when LP
-# duality certifies it optimal for (4), else GLOP): another optimal solution of
-# (4), so other routes on the fat-trees (mean CCT within 0.013 % of lp="exact"'s;
-# the ``lp=exact`` rows above keep the pins these schedulers had before lp="fast"
-# existed); on the big switch every pair has one path: the same decisions.
-PINNED[('bigswitch:150', 'rapier')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
-PINNED[('bigswitch:150', 'rapier:wc_order=paper')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
-PINNED[('bigswitch:150', 'rapier-bssi:order=bssi')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
-PINNED[('bigswitch:150', 'rapier-bssi')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
-PINNED[('fattree:4,19', 'rapier')] = (1447, '2320d53113a8dbab5f7f8c8ce2c6a745cc51bc5b7b2aa7e569a23737bbc6c759')
-PINNED[('fattree:4,19', 'rapier:wc_order=paper')] = (1356, 'de75aabacaa0413445ad01a833f3c302aa5b9b36c2ad76c30ba42d2f7a8b70a5')
-PINNED[('fattree:4,19', 'rapier-bssi:order=bssi')] = (1401, 'ff20c390de2b361f1ed585fb12ac22d32073e5ba52ce56c7f2661a4eb4b50f7e')
-PINNED[('fattree:4,19', 'rapier-bssi')] = (1437, '33a276af4a8d2e9af1be04895939cd032b42eb6d763ee5ac5b0aaec9215c097b')
-PINNED[('bigswitch:150/20', 'rapier')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
-PINNED[('bigswitch:150/20', 'rapier:wc_order=paper')] = (1653, 'd14779d27b6f1bee68bf7b0eb464c9256caa93a47cfd48dbd7b1310472364e6e')
-PINNED[('bigswitch:150/20', 'rapier-bssi:order=bssi')] = (1834, '8c2b071f84e61e3869ca1ebf44a99772816217c32daa2ac702e43a0357c4981b')
-PINNED[('bigswitch:150/20', 'rapier-bssi')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
-PINNED[('fattree:10/20@60', 'rapier')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
-PINNED[('fattree:10/20@60', 'rapier:wc_order=paper')] = (276, 'da17f7384fec21b27c2c8692701f9cdef5ebbe6ecc523703068d8a658bb623e9')
-PINNED[('fattree:10/20@60', 'rapier-bssi:order=bssi')] = (363, '92c685e75d0f52acf7ea45d22d701a92409ce9c8ed47f48a88609a8158f23e9b')
-PINNED[('fattree:10/20@60', 'rapier-bssi')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
+# RAPIER with lp="fast" (the greedy placement when LP duality certifies it optimal
+# for (4), else GLOP): another optimal solution of (4), so other routes on the
+# fat-trees (mean CCT within 0.013 % of the default lp="exact"'s here); on the big
+# switch every pair has one path: the same decisions.
+PINNED[('bigswitch:150', 'rapier:lp=fast')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('bigswitch:150', 'rapier:wc_order=paper,lp=fast')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('bigswitch:150', 'rapier-bssi:order=bssi,lp=fast')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('bigswitch:150', 'rapier-bssi:lp=fast')] = (930, '7585ea67a819ad55450e222ed74a665c4c9e27cf346100341b3ba61f39e5576a')
+PINNED[('fattree:4,19', 'rapier:lp=fast')] = (1447, '2320d53113a8dbab5f7f8c8ce2c6a745cc51bc5b7b2aa7e569a23737bbc6c759')
+PINNED[('fattree:4,19', 'rapier:wc_order=paper,lp=fast')] = (1356, 'de75aabacaa0413445ad01a833f3c302aa5b9b36c2ad76c30ba42d2f7a8b70a5')
+PINNED[('fattree:4,19', 'rapier-bssi:order=bssi,lp=fast')] = (1401, 'ff20c390de2b361f1ed585fb12ac22d32073e5ba52ce56c7f2661a4eb4b50f7e')
+PINNED[('fattree:4,19', 'rapier-bssi:lp=fast')] = (1437, '33a276af4a8d2e9af1be04895939cd032b42eb6d763ee5ac5b0aaec9215c097b')
+PINNED[('bigswitch:150/20', 'rapier:lp=fast')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
+PINNED[('bigswitch:150/20', 'rapier:wc_order=paper,lp=fast')] = (1653, 'd14779d27b6f1bee68bf7b0eb464c9256caa93a47cfd48dbd7b1310472364e6e')
+PINNED[('bigswitch:150/20', 'rapier-bssi:order=bssi,lp=fast')] = (1834, '8c2b071f84e61e3869ca1ebf44a99772816217c32daa2ac702e43a0357c4981b')
+PINNED[('bigswitch:150/20', 'rapier-bssi:lp=fast')] = (1842, 'b95742638fa650131d55e18a23e3a142c1066ab29e0327d53b1fffc1bb1a3903')
+PINNED[('fattree:10/20@60', 'rapier:lp=fast')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
+PINNED[('fattree:10/20@60', 'rapier:wc_order=paper,lp=fast')] = (276, 'da17f7384fec21b27c2c8692701f9cdef5ebbe6ecc523703068d8a658bb623e9')
+PINNED[('fattree:10/20@60', 'rapier-bssi:order=bssi,lp=fast')] = (363, '92c685e75d0f52acf7ea45d22d701a92409ce9c8ed47f48a88609a8158f23e9b')
+PINNED[('fattree:10/20@60', 'rapier-bssi:lp=fast')] = (347, '3bcf49db86fb38baa55a3f00fc4ad363fde7cc03fc37c91b35e9bd9ff64ad850')
+
 
 def test_workload_is_the_documented_subset():
     topo, cfs = workload("bigswitch:150")

@@ -53,10 +53,8 @@ CASES = ([("fig1", s) for s in CLASSIC + ["rapier", "sincronia", "aalo"]]
 #: (issue 12): these schemes run with a full pass at every flow completion and,
 #: for RAPIER, LP (4) on the full capacities, the decisions the pins were made with.
 LEGACY = {"scheduling-only": {"incremental": False},
-          # lp="exact": LP (4) by the simplex (GLOP), whose vertex the pins rounded;
-          # with tie_break="none" the argmax of that vertex is the routing
           "rapier": {"incremental": False, "route_on": "full", "tie_break": "none",
-                     "wc_ties": "arrival", "wc_order": "paper", "lp": "exact"},
+                     "wc_ties": "arrival", "wc_order": "paper"},
           # issue 16: the seed schedulers' pre-issue-16 readings, kept as options
           "aalo": {"rounds": 2},
           "philae": {"rounds": 2, "pilot_rule": "min-ports"},

@@ -63,9 +63,9 @@ class LPRounding:
             ``lp_solve_s`` are increased in place.
         ecmp_path: the scheduler's ECMP hash (flow -> path).
         path_links: path -> its link indices (int array).
-        lp: ``"fast"`` (the greedy placement when LP duality certifies it optimal
-            for (4), else the simplex: :meth:`_certified`) or ``"exact"`` (always
-            the simplex, ``solver``).  Both give an optimal solution of (4); they
+        lp: ``"exact"`` (always the simplex, ``solver``) or ``"fast"`` (the greedy
+            placement when LP duality certifies it optimal for (4), else the
+            simplex: :meth:`_certified`).  Both give an optimal solution of (4); they
             may be different optimal solutions, so the rounding may differ.
         ecmp_seed: the seed of ``ecmp_path`` when it is the base scheduler's hash
             (:meth:`_ecmp_hash_index` then computes it in place), else None.
@@ -75,7 +75,7 @@ class LPRounding:
                  aggregate: Optional[bool], aggregate_min_paths: int, tie_break: str,
                  max_paths: Optional[int], stats: dict,
                  ecmp_path: Callable[[FlowState], tuple],
-                 path_links: Callable[[tuple], np.ndarray], lp: str = "fast",
+                 path_links: Callable[[tuple], np.ndarray], lp: str = "exact",
                  ecmp_seed: Optional[int] = None):
         self.topology = topology
         self.lp = lp

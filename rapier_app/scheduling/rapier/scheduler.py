@@ -191,17 +191,19 @@ class Rapier(Scheduler):
             behind one of 80 s on one uplink, average CCT 38.7 s with checks at
             coflow events only, 12.5 s with the wake-ups or without the guard).
 
-        lp: how LP (4) is solved: ``"fast"`` (default of ``rapier`` and
-            ``rapier-bssi``; the other variants default to ``"exact"``) the greedy placement
+        lp: how LP (4) is solved: ``"exact"`` (default): the simplex (``solver``)
+            at every solve; ``"fast"``: the greedy placement
             (largest flow first, each on the candidate path of least worst
             (B_l + load_l + v) / C_l) whenever LP duality proves it optimal for (4)
             within a relative 1e-9 (:func:`~.lp4.certify_routing`: a host's access
             links, or the tight links of the placement, carry that much whatever
-            the routing), else the simplex (``solver``); ``"exact"``: the simplex
-            always.  Both are optimal solutions of (4); (4) has many, and they may
-            round to different routes (the ``"fast"`` one is already integral).
-            On the benchmark's coflows and the Facebook hour on ``fattree:10`` the
-            certificate held at every solve measured (``stats["lp_certified"]``).
+            the routing), else the simplex.  Both are optimal solutions of (4);
+            (4) has many, and they round to different routes (the ``"fast"`` one
+            is already integral, and the tie-break then weighs only it and ECMP).
+            The certificate held at every solve of ``rapier-bench --quick`` and of
+            60 Facebook coflows on ``fattree:10`` (``stats["lp_certified"]``);
+            about 10x less CPU per Algorithm 1 pass, but the Facebook hour on
+            ``fattree:10`` averages 23.60 s against 23.30 s with ``"exact"``.
 
     Raises:
         SchedulerError: delta_s negative, lp_time_limit_s not positive, bad route_on,
@@ -211,10 +213,9 @@ class Rapier(Scheduler):
 
     #: tie_break when none is given (variants that change the rounding keep "none")
     default_tie_break = "spread"
-    #: lp when none is given: "fast" where the quality bar was measured (``rapier``,
-    #: ``rapier-bssi``); the variants that show the LP vertex's own rounding keep
-    #: "exact"
-    default_lp = "fast"
+    #: lp when none is given: "exact" (GLOP's vertex); "fast" is measured 1.3 %
+    #: behind it on the Facebook hour on fattree:10 (docs/schedulers.md)
+    default_lp = "exact"
 
     clairvoyant = True
     #: Section IV-C: Algorithm 1 "is invoked whenever a new coflow comes or an

@@ -35,8 +35,6 @@ class RapierResidual(Rapier):
     """RAPIER with LP (4) solved on the residual capacities R (the literal reading of
     Algorithm 2 line 2; see the module docstring)."""
 
-    default_lp = "exact"  # the simplex: lp="fast" was measured on rapier and rapier-bssi
-
     def __init__(self, topology: Topology, seed: int = 0, **kw):
         kw.setdefault("route_on", "residual")
         super().__init__(topology, seed, **kw)
@@ -49,8 +47,6 @@ class RapierIsolated(Rapier):
     Kept to show what routing on the leftover capacity buys: later coflows' routes
     cross saturated links and model (2) gives them alpha = 0.  Argmax rounding
     alone (``tie_break="none"``), as before."""
-
-    default_lp = "exact"  # the simplex: lp="fast" was measured on rapier and rapier-bssi
 
     default_tie_break = "none"
 
@@ -159,8 +155,6 @@ class RapierLS(Rapier):
     :func:`improved_routes` in place of Algorithm 2's argmax.  Same parameters as
     :class:`~rapier_app.scheduling.rapier.scheduler.Rapier`."""
 
-    default_lp = "exact"  # the simplex: lp="fast" was measured on rapier and rapier-bssi
-
     default_tie_break = "none"  # the rounding is this variant's own
 
     def round_routes(self, flows, vols, usable, ms, lp_cap):
@@ -175,8 +169,6 @@ class RapierSpread(Rapier):
     paths whenever those reach the same fixed-route alpha (:func:`spread_routes`).
     Same parameters as :class:`~rapier_app.scheduling.rapier.scheduler.Rapier`; Algorithms 1
     and 3 and the LP are unchanged."""
-
-    default_lp = "exact"  # the simplex: lp="fast" was measured on rapier and rapier-bssi
 
     default_tie_break = "none"  # the rounding is this variant's own
 
