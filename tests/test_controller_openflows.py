@@ -481,3 +481,22 @@ def test_every_scheduler_takes_flows_added_and_estimates_grown(scheduler):
         call(app, "POST", P + f"/o/flows/{i}/done")
         check()
     assert call(app, "POST", P + "/o/close")[1]["state"] == "done"
+
+
+def test_a_completion_before_the_add_is_decided_decides_it():
+    """``reschedule_on = coflow`` re-applies the last decision at a flow completion;
+    not when flows were added since it (the decision worker has not run yet): the
+    added flow would get no path and the floor rate."""
+    app = build(reschedule_on="coflow", agent_url="")
+    core = app.core
+    call(app, "POST", P, {"id": "o", "open": True, "flows": [
+        {"src": "h1", "dst": "h5", "dst_port": 1, "size_bytes": MB},
+        {"src": "h2", "dst": "h5", "dst_port": 1, "size_bytes": MB}]})
+    n = core.schedule_count
+    (f,), _ = core.add_flows("o", {"flows": [{"src": "h3", "dst": "h6", "dst_port": 1}]},
+                             app.now(), schedule=False)
+    assert core.adds_pending and core.schedule_count == n
+    core.report_flow_done("o", 0, app.now())
+    assert core.schedule_count == n + 1 and not core.adds_pending
+    assert f.flow_id in core.last_schedule.allocations and f.rate_bps > 0
+    assert core.decide(app.now()).rules == [] and core.schedule_count == n + 1

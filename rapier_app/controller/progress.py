@@ -267,8 +267,9 @@ class ProgressMixin:
 
     def _after_finish(self, finished: List[str], now: float) -> Actions:
         """Close finished coflows, then either call the scheduler again or, in
-        ``coflow`` mode when no coflow ended, re-apply the last decision to the
-        remaining flows (the finished flows' rules and agent rates are removed)."""
+        ``coflow`` mode when no coflow ended (and no flow was added since the last
+        decision, :mod:`.openflows`), re-apply the last decision to the remaining
+        flows (the finished flows' rules and agent rates are removed)."""
         if not finished:
             return Actions()
         coflow_done = False
@@ -282,7 +283,7 @@ class ProgressMixin:
                 ended.append(c)
         self._record_finished(finished, ended, now)
         if (self.reschedule_mode() == "coflow" and not coflow_done
-                and self.last_schedule is not None):
+                and self.last_schedule is not None and not self.adds_pending):
             acts = self._apply(self.last_schedule, self.active())
         else:
             acts = self.reschedule(now)
