@@ -117,7 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-events", metavar="PATH", default=None,
                    help="write every run's event log (each decision's paths, rates and "
                         "bytes left) to PATH as JSON lines, for rapier-check")
-    p.add_argument("--list-schedulers", action="store_true", help="list schedulers and exit")
+    p.add_argument("--hide-sizes", action="store_true",
+                   help="schedulers are not told flow sizes (only bytes sent, widths, "
+                        "arrivals, completions): schedulers that need sizes refuse, "
+                        "rapier-nc estimates them (docs/schedulers.md)")
+    p.add_argument("--list-schedulers", action="store_true",
+                   help="list schedulers (and what each does with hidden sizes) and exit")
     return p
 
 
@@ -238,7 +243,8 @@ def _simulate(name: str, i: int, args, topo, coflows, sched, csv_rows: CsvRows,
     """One scheduler, one try, with a progress bar and per-coflow CSV rows."""
     seed = args.seed + i
     sim = Simulator(topo, coflows, sched, record_flows=False, event_log=log,
-                    reschedule_on=None if args.reschedule == "auto" else args.reschedule)
+                    reschedule_on=None if args.reschedule == "auto" else args.reschedule,
+                    hide_sizes=getattr(args, "hide_sizes", False))
     bar = pg.SimProgress(f"{name} try {i + 1}/{args.tries}", show, total=len(coflows),
                          on_done=lambda d, t: csv_rows.add(name, i + 1, seed,
                                                            sim.result.coflows[-1]))
@@ -484,7 +490,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.verbose:
         setup_logging(args)
     if args.list_schedulers:
-        print("\n".join(scheduler_names()))
+        print("\n".join(f"{n:<22}hidden sizes: {getattr(REGISTRY[n], 'unknown_sizes', '?')}"
+                        for n in scheduler_names()))
         return 0
     git_commit()  # the code the run starts on (cached), not the tree at its end
     try:

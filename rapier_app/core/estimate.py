@@ -23,13 +23,21 @@ Functions:
 * :func:`next_estimate` -- the estimate once ``sent_bytes`` have been counted
   (unchanged while below it, multiplied by ``factor`` until above it);
 * :func:`estimate_size` -- both in one: the estimate of a flow that sent
-  ``sent_bytes``.
+  ``sent_bytes``;
+* :func:`flow_estimates` -- one coflow's flows at once, as arrays (the simulator's
+  ``rapier-nc``, :mod:`rapier_app.scheduling.rapier.nc`): known sizes kept, the
+  others estimated from the coflow's bytes sent and its finished flows.
+
+``rapier-nc`` (RAPIER on these estimates) is this project's own mode: no paper has a
+non-clairvoyant RAPIER.
 """
 
 from __future__ import annotations
 
 import math
 from typing import Iterable, Optional
+
+import numpy as np
 
 #: Default first estimate of a flow of unknown size, bytes (10 MB).
 FLOOR_BYTES = 10 * 1000 * 1000
@@ -111,4 +119,74 @@ def estimate_size(sent_bytes: float, known_sizes: Iterable[Optional[float]] = ()
     return next_estimate(sent_bytes, initial_estimate(known_sizes, floor_bytes), factor)
 
 
-__all__ = ["FACTOR", "FLOOR_BYTES", "estimate_size", "initial_estimate", "next_estimate"]
+#: relative slack under which :func:`flow_estimates` counts a threshold as reached
+REACHED = 1e-9
+#: the values of :func:`flow_estimates`' ``scope``
+SCOPES = ("coflow", "flow")
+#: the values of :func:`flow_estimates`' ``rule``
+RULES = ("threshold", "sent")
+
+
+def flow_estimates(sizes, sent, sample_bytes: float = 0.0,
+                   floor_bytes: float = FLOOR_BYTES, factor: float = FACTOR,
+                   scope: str = "coflow", rule: str = "threshold") -> np.ndarray:
+    """Sizes to schedule one coflow's unfinished flows on: the known sizes as they
+    are, an estimate for the others.
+
+    The estimate starts at :func:`initial_estimate` of ``sample_bytes`` (the mean
+    size of the coflow's finished flows, Philae's sample; 0: none) and grows with
+    the bytes sent ``S``: the largest ``sent`` among the coflow's flows of unknown
+    size (``scope="coflow"``: they all get one estimate, so rates that follow
+    remaining volumes let the flows behind catch up) or each flow's own
+    (``scope="flow"``).  ``rule="threshold"`` (default): :func:`next_estimate`, the
+    first ``floor * factor**k`` above ``S`` (the controller's rule); ``rule="sent"``:
+    ``max(initial, factor * S)`` (the estimate is always ``factor`` times what was
+    sent once past the floor).  Either way an estimated flow has bytes left.
+
+    Args:
+        sizes: (n,) bytes, NaN where the size is unknown.
+        sent: (n,) bytes each flow has sent (finite, >= 0).
+        sample_bytes: mean size of the coflow's finished flows (bytes; 0: none).
+        floor_bytes, factor: as :func:`initial_estimate` and :func:`next_estimate`.
+        scope: ``"coflow"`` or ``"flow"``.
+        rule: ``"threshold"`` or ``"sent"``.
+
+    Returns:
+        (n,) float bytes: ``sizes`` where known; elsewhere the estimate (> ``sent``).
+
+    Raises:
+        ValueError: a bad ``floor_bytes``, ``factor``, ``scope`` or ``rule``, or
+            ``sizes`` and ``sent`` of different shapes (naming the argument).
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"scope: must be one of {', '.join(SCOPES)}, got {scope!r}")
+    if rule not in RULES:
+        raise ValueError(f"rule: must be one of {', '.join(RULES)}, got {rule!r}")
+    if not (1 < factor < math.inf):
+        raise ValueError(f"factor: must be a number > 1, got {factor!r}")
+    sizes = np.asarray(sizes, dtype=float)
+    sent = np.asarray(sent, dtype=float)
+    if sizes.shape != sent.shape:
+        raise ValueError(f"sent: shape {sent.shape} differs from sizes' {sizes.shape}")
+    base = initial_estimate([sample_bytes] if sample_bytes > 0 else (), floor_bytes)
+    unknown = np.isnan(sizes)
+    if not unknown.any():
+        return sizes
+
+    def one(s: float) -> float:
+        if rule == "threshold":
+            # a counter within REACHED of a threshold has reached it (the float
+            # arithmetic of rate x time lands a hair short of it)
+            return next_estimate(s * (1.0 + REACHED), base, factor)
+        return max(base, factor * s)
+
+    if scope == "coflow":
+        return np.where(unknown, one(float(sent[unknown].max())), sizes)
+    out = sizes.copy()
+    idx = np.flatnonzero(unknown)
+    out[idx] = [one(s) for s in sent[idx].tolist()]
+    return out
+
+
+__all__ = ["FACTOR", "FLOOR_BYTES", "RULES", "SCOPES", "estimate_size", "flow_estimates",
+           "initial_estimate", "next_estimate"]

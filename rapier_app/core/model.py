@@ -59,6 +59,9 @@ class FlowSpec:
             raise WorkloadError(f"size_bytes: flow {self.flow_id} must have a positive "
                                 f"size, got {self.size_bytes!r}")
 
+    #: the size is given (a :class:`HiddenFlowSpec` says False)
+    size_known = True
+
 
 @dataclass(frozen=True)
 class CoflowSpec:
@@ -108,6 +111,71 @@ def make_coflow(coflow_id: str, arrival_s: float,
     return CoflowSpec(str(coflow_id), float(arrival_s), specs, float(weight))
 
 
+class HiddenFlowSpec:
+    """A :class:`FlowSpec` whose size is hidden from schedulers (``rapier-sim
+    --hide-sizes``, :class:`~rapier_app.sim.Simulator` ``hide_sizes=True``): what a
+    controller knows of a flow whose application gave no size.
+
+    It has every field of the spec it hides but ``size_bytes``, which raises
+    :class:`InformationError` whoever reads it, finished flow or not (a finished
+    flow's size is :attr:`FlowState.size_bytes`, its bytes delivered).  The true
+    spec stays with the simulator, never with the scheduler's states.
+
+    Attributes:
+        flow_id, coflow_id, src, dst, dst_port: as the hidden :class:`FlowSpec`'s.
+        size_known: False.
+    """
+
+    __slots__ = ("flow_id", "coflow_id", "src", "dst", "dst_port")
+    size_known = False
+
+    def __init__(self, spec: FlowSpec):
+        self.flow_id = spec.flow_id
+        self.coflow_id = spec.coflow_id
+        self.src = spec.src
+        self.dst = spec.dst
+        self.dst_port = spec.dst_port
+
+    @property
+    def size_bytes(self) -> float:
+        """Raises :class:`InformationError`: the size is hidden."""
+        raise InformationError(f"flow {self.flow_id}: size is hidden (hide_sizes); a "
+                               f"scheduler reads bytes sent and completions only")
+
+    def __repr__(self) -> str:
+        return f"HiddenFlowSpec({self.flow_id} {self.src}->{self.dst})"
+
+
+class HiddenCoflowSpec:
+    """A :class:`CoflowSpec` with its flows' sizes hidden (:class:`HiddenFlowSpec`):
+    ``coflow_id``, ``arrival_s``, ``weight``, ``flows`` and ``width`` as the hidden
+    spec's; ``total_bytes`` raises :class:`InformationError`."""
+
+    __slots__ = ("coflow_id", "arrival_s", "flows", "weight")
+
+    def __init__(self, spec: CoflowSpec):
+        self.coflow_id = spec.coflow_id
+        self.arrival_s = spec.arrival_s
+        self.weight = spec.weight
+        self.flows = tuple(HiddenFlowSpec(f) for f in spec.flows)
+
+    @property
+    def total_bytes(self) -> float:
+        """Raises :class:`InformationError`: the sizes are hidden."""
+        raise InformationError(f"coflow {self.coflow_id}: sizes are hidden (hide_sizes)")
+
+    @property
+    def width(self) -> int:
+        """Number of flows."""
+        return len(self.flows)
+
+
+def hide_sizes(spec: CoflowSpec) -> HiddenCoflowSpec:
+    """``spec`` as a scheduler that is not told flow sizes sees it
+    (:class:`HiddenCoflowSpec`)."""
+    return HiddenCoflowSpec(spec)
+
+
 class InfoPolicy:
     """Decides whether unfinished flow sizes are visible (set per scheduler run)."""
 
@@ -154,11 +222,24 @@ class FlowState:
 
     @property
     def size_bytes(self) -> float:
-        """Flow volume in bytes.  Raises InformationError when not clairvoyant."""
-        if not self._policy.clairvoyant and self.finish_s is None:
-            raise InformationError(f"flow {self.flow_id}: size is unknown to a "
-                                   f"non-clairvoyant scheduler")
+        """Flow volume in bytes.  Raises InformationError when not clairvoyant (or
+        the size is hidden: :class:`HiddenFlowSpec`) and the flow is unfinished; a
+        finished flow's size is its bytes sent."""
+        if self.finish_s is None:
+            if not self._policy.clairvoyant:
+                raise InformationError(f"flow {self.flow_id}: size is unknown to a "
+                                       f"non-clairvoyant scheduler")
+        elif not self.spec.size_known:
+            return self.bytes_sent
         return self.spec.size_bytes
+
+    @property
+    def size_known(self) -> bool:
+        """True when the scheduler may read this flow's size: the policy is
+        clairvoyant and the size is given (not a :class:`HiddenFlowSpec`), or the
+        flow has finished."""
+        return self.finish_s is not None or (self._policy.clairvoyant
+                                             and self.spec.size_known)
 
     @property
     def remaining_bytes(self) -> float:

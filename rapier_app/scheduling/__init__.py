@@ -22,9 +22,9 @@ them from ``rapier_app.scheduling``); the compiled engines of the passes live in
 :mod:`rapier_app.kernels`.
 """
 
-from .base import Scheduler, SchedulerError
+from .base import Scheduler, SchedulerError, UnknownSizeError
 from .maxmin import max_min_fair
 from .registry import REGISTRY, load_all, make_scheduler, register, scheduler_names
 
 __all__ = ["REGISTRY", "Scheduler", "SchedulerError", "load_all", "make_scheduler",
-           "max_min_fair", "register", "scheduler_names"]
+           "max_min_fair", "register", "scheduler_names", "UnknownSizeError"]

@@ -32,6 +32,16 @@ class SchedulerError(RapierError, ValueError):
     """Unknown scheduler name or invalid scheduler parameter (names the field)."""
 
 
+class UnknownSizeError(SchedulerError):
+    """A scheduler that needs flow sizes was asked to run with sizes hidden
+    (``rapier-sim --hide-sizes``): it refuses instead of guessing
+    (:attr:`Scheduler.unknown_sizes` is ``"refuse"``)."""
+
+
+#: the values of :attr:`Scheduler.unknown_sizes`
+UNKNOWN_SIZES = ("unused", "estimate", "refuse")
+
+
 class Scheduler:
     """Base class: subclasses implement :meth:`schedule`.
 
@@ -58,7 +68,10 @@ class Scheduler:
             ``"arrivals"``: only ``bytes_sent``, and only at decision points where a
             coflow arrived; ``"coflow-events"``: only ``bytes_sent``, at decision
             points where a coflow arrived or completed (RAPIER and Varys: their full
-            passes; flow completions only re-hand freed capacity); ``"bytes"``: only ``bytes_sent``, at every decision point;
+            passes; flow completions only re-hand freed capacity);
+            ``"coflow-events+wakeups"``: as ``"coflow-events"``, and at the
+            scheduler's own wake-ups (``rapier-nc`` re-estimates sizes there);
+            ``"bytes"``: only ``bytes_sent``, at every decision point;
             ``"coflow"``: only each coflow's total (``CoflowState.bytes_sent``), at
             every decision point (Aalo's coordinator view), while unfinished flows'
             own counters stay unwritten; ``"vector"``: the simulator hands the
@@ -82,6 +95,12 @@ class Scheduler:
             greedy rates: about one per port); the simulator then runs its sparse
             event step, which touches only the sending flows (issue 16).  Default
             False.
+        unknown_sizes: what the scheme does when flow sizes are hidden
+            (:meth:`expect_unknown_sizes`; ``docs/schedulers.md`` has the table):
+            ``"unused"`` (it never reads a size: the non-clairvoyant seeds, fair
+            sharing), ``"estimate"`` (it schedules on an estimate of each unknown
+            size: ``rapier-nc``) or ``"refuse"`` (default: it needs the sizes and
+            raises :class:`UnknownSizeError`).
         volatile_schedules: set True by a caller that reads a returned
             :class:`Schedule`'s vectors only until its next call to :meth:`schedule`
             and never keeps them (the simulator, for the length of a run; issue 16).
@@ -105,6 +124,7 @@ class Scheduler:
     few_senders = False
     work_conserving = None
     volatile_schedules = False
+    unknown_sizes = "refuse"
 
     def __init__(self, topology: Topology, seed: int = 0, max_paths: Optional[int] = None):
         self.topology = topology
@@ -116,6 +136,23 @@ class Scheduler:
     def schedule(self, now: float, coflows: Sequence[CoflowState]) -> Schedule:
         """Decide paths and rates for every active flow of ``coflows`` at ``now`` (s)."""
         raise NotImplementedError
+
+    def expect_unknown_sizes(self) -> None:
+        """Called once, before the first decision, by a caller that hides flow sizes
+        (the simulator with ``hide_sizes=True``): the scheme gets ready to schedule
+        flows whose ``size_bytes`` raises
+        :class:`~rapier_app.core.model.InformationError`.  Default: nothing for
+        ``unknown_sizes`` ``"unused"`` and ``"estimate"``.
+
+        Raises:
+            UnknownSizeError: ``unknown_sizes`` is ``"refuse"`` (the message names
+                the scheduler and the ones that run without sizes).
+        """
+        if self.unknown_sizes == "refuse":
+            raise UnknownSizeError(
+                f"scheduler: {self.name} needs flow sizes and refuses hidden sizes; "
+                f"without sizes use rapier-nc (RAPIER on estimated sizes) or a "
+                f"non-clairvoyant scheme (aalo, philae, optas, fifo, baseline)")
 
     @staticmethod
     def group_finished(store: Dict[str, List[FlowState]], flows: Sequence[FlowState]) -> None:

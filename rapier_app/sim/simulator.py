@@ -24,12 +24,13 @@ from topologies import Topology
 from ..core.model import CoflowSpec, CoflowState, FlowState, InfoPolicy
 from .. import kernels as _kernels
 from ..errors import RapierError
-from ..scheduling import Scheduler
+from ..scheduling import Scheduler, UnknownSizeError
 from . import steps
 from .state import SimState
 
 #: The values of ``Scheduler.reads_progress`` the simulator knows (see its docstring).
-READS_PROGRESS = (True, False, "arrivals", "bytes", "coflow", "vector", "coflow-events")
+READS_PROGRESS = (True, False, "arrivals", "bytes", "coflow", "vector", "coflow-events",
+                  "coflow-events+wakeups")
 #: Relative slack on link capacity before a schedule counts as over capacity.
 CAPACITY_SLACK = 1e-6
 #: the capacity check sums every link's load exactly at least once per this many
@@ -151,10 +152,20 @@ class Simulator:
             per decision point (what was in force until the next one), for
             independent checkers (``tests/test_work_conservation.py``).  Costs
             O(active flows) Python work per event: off by default.
+        hide_sizes: the scheduler is not told flow sizes (``rapier-sim
+            --hide-sizes``): every coflow it sees carries
+            :class:`~rapier_app.core.model.HiddenFlowSpec` s, whose ``size_bytes``
+            raises :class:`~rapier_app.core.model.InformationError`, under a
+            non-clairvoyant :class:`InfoPolicy`; it reads only what a controller
+            observes (endpoints, arrival, width, bytes sent, completions).  The
+            scheduler's ``expect_unknown_sizes`` runs first
+            (:attr:`~rapier_app.scheduling.base.Scheduler.unknown_sizes`).
 
     Raises:
         SimulationError: ``reschedule_on`` or the scheduler's ``reads_progress`` is
             not a known value (at construction).
+        UnknownSizeError: ``hide_sizes`` and a scheduler that needs sizes (its
+            ``unknown_sizes`` is ``"refuse"``; at construction).
 
     Raises (from :meth:`run`):
         SimulationError: a path that does not exist or does not join the flow's
@@ -167,7 +178,7 @@ class Simulator:
                  progress: Optional[Callable[[int, int, float], None]] = None,
                  record_flows: bool = True, max_events: int = 50_000_000,
                  reschedule_on: Optional[str] = None,
-                 event_log: Optional[list] = None):
+                 event_log: Optional[list] = None, hide_sizes: bool = False):
         self.topology = topology
         self.event_log = event_log
         self.specs = sorted(coflows, key=lambda c: (c.arrival_s, c.coflow_id))
@@ -179,7 +190,18 @@ class Simulator:
                 topology.check_host(f.src)
                 topology.check_host(f.dst)
         self.scheduler = scheduler
-        self.policy = InfoPolicy(scheduler.clairvoyant)
+        self.hide_sizes = bool(hide_sizes)
+        if self.hide_sizes:
+            expect = getattr(scheduler, "expect_unknown_sizes", None)
+            if expect is None:  # a duck-typed scheduler says nothing: sizes unused?
+                if getattr(scheduler, "clairvoyant", True):
+                    raise UnknownSizeError(f"scheduler: {scheduler.name} declares no "
+                                           f"unknown_sizes and may read sizes")
+            else:
+                expect()
+        self.policy = InfoPolicy(scheduler.clairvoyant and not self.hide_sizes)
+        # the true specs by id: records read sizes here when the states hide them
+        self._true = {c.coflow_id: c for c in self.specs} if self.hide_sizes else None
         self.progress = progress
         self.record_flows = record_flows
         self.max_events = max_events
@@ -280,9 +302,11 @@ class Simulator:
         sparse = (wants and bool(getattr(sch, "sticky_paths", False)) and _kernels.ENABLED
                   and not by_coflow and self.event_log is None)
         cap = self.topology.capacity
-        return SimState(self.topology, sch, len(self.specs), self.policy,
-                              by_coflow, sparse, cap * (1 + CAPACITY_SLACK) + 1e-6,
-                              EXACT_CHECK_EVERY)
+        st = SimState(self.topology, sch, len(self.specs), self.policy,
+                      by_coflow, sparse, cap * (1 + CAPACITY_SLACK) + 1e-6,
+                      EXACT_CHECK_EVERY)
+        st.hidden = self.hide_sizes
+        return st
 
     def _complete(self, st: SimState, states: List[CoflowState],
                   finished: Dict[str, List[FlowState]]) -> None:
@@ -300,14 +324,15 @@ class Simulator:
             c.finish_s = max(f.finish_s for f in c.flows)
             del st.active[c.coflow_id]
             st.cevent = True
+            spec = c.spec if self._true is None else self._true[c.coflow_id]
             res.coflows.append(CoflowRecord(c.coflow_id, c.arrival_s, c.finish_s,
                                             c.finish_s - c.arrival_s, c.width,
-                                            c.spec.total_bytes, c.weight))
+                                            spec.total_bytes, c.weight))
             res.bytes_delivered += sum(f.bytes_sent for f in c.flows)
             if self.record_flows:
                 for f in c.flows:
                     res.flows.append(FlowRecord(f.flow_id, f.coflow_id, f.src, f.dst,
-                                                f.spec.size_bytes, f.finish_s,
+                                                f.size_bytes, f.finish_s,
                                                 f.finish_s - c.arrival_s))
             if self.progress:
                 self.progress(len(res.coflows), len(self.specs), st.now)

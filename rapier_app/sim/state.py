@@ -91,7 +91,8 @@ class SimState:
     """
 
     __slots__ = (
-        "now", "ai", "active", "arrived", "cevent", "policy",
+        "now", "ai", "active", "arrived", "cevent", "policy", "reads_on_wake", "woke",
+        "hidden",
         "by_coflow", "sticky", "sparse", "compiled", "reads", "reads_bytes",
         "reads_on_arrival", "reads_on_cevent", "reads_vector", "reads_coflow",
         "bound", "bind_act", "bound_act", "fin_hook", "link_bytes",
@@ -118,7 +119,10 @@ class SimState:
         self.reads = rp is True
         self.reads_bytes = self.reads or rp == "bytes"
         self.reads_on_arrival = rp == "arrivals"
-        self.reads_on_cevent = rp == "coflow-events"
+        self.reads_on_cevent = rp in ("coflow-events", "coflow-events+wakeups")
+        self.reads_on_wake = rp == "coflow-events+wakeups"
+        self.woke = False  # the scheduler's wake-up is the next decision point
+        self.hidden = False  # the coflows' sizes are hidden from the scheduler
         self.reads_vector = rp == "vector"
         self.reads_coflow = rp == "coflow"
         self.bound = None

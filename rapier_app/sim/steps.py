@@ -43,7 +43,7 @@ import numpy as np
 
 from topologies import TopologyError
 
-from ..core.model import CoflowSpec, CoflowState, FlowState
+from ..core.model import CoflowSpec, CoflowState, FlowState, hide_sizes
 from ..errors import RapierError
 from ..kernels import sim as _ksim
 from ..scheduling import Scheduler
@@ -81,7 +81,7 @@ def admit(st: SimState, arrivals: Sequence[CoflowSpec]) -> None:
     global indices and append them to the active positions."""
     while st.ai < len(arrivals) and arrivals[st.ai].arrival_s <= st.now:
         spec = arrivals[st.ai]
-        cs = CoflowState(spec, st.policy)
+        cs = CoflowState(hide_sizes(spec) if st.hidden else spec, st.policy)
         st.active[spec.coflow_id] = cs
         if st.reads_coflow:
             cs._sent = 0.0
@@ -95,7 +95,7 @@ def admit(st: SimState, arrivals: Sequence[CoflowSpec]) -> None:
             np.add.at(st.bcnt, np.arange(n, n + k) >> 6, 1)
         for j, f in enumerate(cs.flows):
             f._sim_idx = n + j
-        st.size[n:n + k] = [f.spec.size_bytes for f in cs.flows]
+        st.size[n:n + k] = [f.size_bytes for f in spec.flows]  # the true sizes
         st.sent[n:n + k] = [f.bytes_sent for f in cs.flows]
         if not st.sticky:  # sticky schedulers' paths are checked by glob_len
             st.cur_paths.extend([_UNSET] * k)
@@ -122,13 +122,14 @@ def sync_positions(st: SimState) -> None:
 
 def hand_over(st: SimState, scheduler: Scheduler) -> None:
     """Before a decision: write or bind what the scheduler reads of the progress."""
-    if (st.reads_on_arrival and st.arrived) or (st.reads_on_cevent
-                                                and (st.arrived or st.cevent)):
+    if (st.reads_on_arrival and st.arrived) or (st.reads_on_cevent and (
+            st.arrived or st.cevent or st.woke)):
         # the scheme reads byte counters only when coflows arrive (or complete)
         deque(map(setattr, st.act_flows, repeat("bytes_sent"),
                   st.sent[st.active_globals()].tolist()), 0)
     st.arrived = False
     st.cevent = False
+    st.woke = False
     if st.reads_vector and st.bound is not st.sent:
         scheduler.bind_counters(st.sent)
         st.bound = st.sent
@@ -442,6 +443,8 @@ def next_event(st: SimState, iv: Interval, arrivals: Sequence[CoflowSpec],
     wake = scheduler.next_wakeup(now)
     if wake is not None and wake > now:
         t_next = min(t_next, wake)
+        # "coflow-events+wakeups": the scheduler's own wake-up reads byte counters
+        st.woke = st.reads_on_wake and wake <= t_next
     if not math.isfinite(t_next):
         raise StepError(f"deadlock: scheduler {scheduler.name} left {iv.m} flows without "
                         f"bandwidth at t={now:.9g} s and no event is pending")

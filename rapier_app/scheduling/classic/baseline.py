@@ -20,6 +20,8 @@ class Baseline(_Routed):
     """
 
     reads_progress = False  # ECMP routes are cached; max-min needs no byte counts
+    #: ECMP and max-min fair shares read no size
+    unknown_sizes = "unused"
     #: max-min fair (progressive filling): every flow ends on a saturated link
     work_conserving = "path"
     #: its rates model TCP sharing by itself (the emulation runs baseline's agents

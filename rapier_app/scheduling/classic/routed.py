@@ -13,7 +13,7 @@ import numpy as np
 
 from topologies import Topology
 
-from ...core.model import CoflowState, FlowState
+from ...core.model import CoflowState, FlowState, InformationError
 from ..base import Scheduler
 from ..maxmin import max_min_fair
 
@@ -132,7 +132,10 @@ class _Routed(Scheduler):
         p, l = self.routes_and_links(flows)
         ln = np.fromiter(map(len, l), np.int64, len(l))
         li = np.concatenate(l) if l else np.zeros(0, np.int64)
-        sizes = np.array([f.spec.size_bytes for f in flows], dtype=float)
+        try:
+            sizes = np.array([f.spec.size_bytes for f in flows], dtype=float)
+        except InformationError:  # sizes hidden: a scheme that reads none (baseline)
+            sizes = np.full(len(flows), np.nan)
         lpy = [tuple(a.tolist()) for a in l]
         return (flows, p, l, ln, li, sizes, lpy)
 

@@ -10,6 +10,8 @@
   conservation between coflow events;
 * :mod:`.plan` -- the per-coflow plan and arrays the algorithms share;
 * :mod:`.routes` -- route heuristics (greedy placement, local search, ECMP spread);
+* :mod:`.nc` -- ``rapier-nc``: Algorithms 1-3 on estimated sizes when sizes are
+  unknown (the project's own mode, no paper has it);
 * :mod:`.variants` -- ``rapier-residual``, ``rapier-isolated``, ``rapier-bssi``,
   ``rapier-ls``, ``rapier-spread``.
 
@@ -17,4 +19,4 @@ Importing this package registers every RAPIER scheduler
 (:data:`~rapier_app.scheduling.registry.REGISTRY`).
 """
 
-from . import scheduler, variants  # noqa: F401  (registers the schedulers)
+from . import nc, scheduler, variants  # noqa: F401  (registers the schedulers)

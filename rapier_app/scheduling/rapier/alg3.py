@@ -94,7 +94,9 @@ def distribute_bandwidth(order: Sequence[CoflowState], plans: Dict[str, CoflowPl
         if plan is not None and plan.rem_bytes is not None:
             rem = plan.rem_bytes
         else:
-            rem = np.maximum(e.sizes - np.fromiter(map(_SENT, e.flows), float, e.n), 0.0)
+            # (a hidden size, NaN, counts as nothing left: rapier-nc's fallbacks)
+            rem = np.nan_to_num(np.maximum(
+                e.sizes - np.fromiter(map(_SENT, e.flows), float, e.n), 0.0))
         rates = rates_c[cid]
         paths = paths_c[cid]
         visit = np.lexsort((e.fid_rank, -rem))

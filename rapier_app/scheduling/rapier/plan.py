@@ -17,7 +17,7 @@ import numpy as np
 from topologies import Topology
 
 from ... import kernels
-from ...core.model import FlowState
+from ...core.model import FlowState, InformationError
 from ...kernels import rapier as krapier
 
 @dataclass
@@ -69,7 +69,7 @@ class _CoflowArrays:
     :class:`Rapier` while the set of active flows is unchanged.
 
     Attributes: ``act`` (the active-flow list it was built from), ``flows``, ``fids``,
-    ``n``, ``sizes`` (bytes), ``cand`` and ``mats`` (per flow: candidate paths and
+    ``n``, ``sizes`` (bytes; NaN where the size is hidden), ``cand`` and ``mats`` (per flow: candidate paths and
     their (paths x hops) link matrix, None if ragged), ``pairs`` (per flow, the shared
     :class:`~rapier_app.scheduling.pathcache.PairPaths` they come from),
     ``uniform_mats``, ``all_links``
@@ -91,7 +91,11 @@ class _CoflowArrays:
         self.n = n = len(act)
         self.topo = topo
         if _from is None:
-            self.sizes = np.array([f.spec.size_bytes for f in act], dtype=float)
+            try:
+                self.sizes = np.array([f.spec.size_bytes for f in act], dtype=float)
+            except InformationError:  # sizes hidden: NaN where unknown (rapier-nc)
+                self.sizes = np.array([f.spec.size_bytes if f.size_known else np.nan
+                                       for f in act], dtype=float)
             self.cand = [ci[0] for ci in cinfo]
             self.mats = [ci[1] for ci in cinfo]
             self.pairs = [ci[2] for ci in cinfo]

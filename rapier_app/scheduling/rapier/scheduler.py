@@ -361,7 +361,7 @@ class Rapier(Scheduler):
         e = self._coflow_arrays(coflow)
         flows = e.flows
         sent = np.fromiter(map(_SENT, flows), float, len(flows))
-        rem = np.maximum(e.sizes - sent, 0.0)  # = FlowState.remaining_bytes
+        rem = self.remaining(coflow, e, sent)
         vols_arr = rem * BITS
         cid = coflow.coflow_id
         cand, mats, all_links = e.cand, e.mats, e.all_links
@@ -610,6 +610,14 @@ class Rapier(Scheduler):
                                                    self._coflow_arrays)
                                     if self.wait_reset == "any" else {})
         return sched
+
+    def remaining(self, coflow: CoflowState, e: _CoflowArrays,
+                  sent: np.ndarray) -> np.ndarray:
+        """The remaining bytes Algorithm 2 plans ``coflow``'s active flows on (``e``
+        its arrays, ``sent`` their bytes sent, in ``e.flows`` order): the exact
+        ``max(size - sent, 0)`` (= ``FlowState.remaining_bytes``).  ``rapier-nc``
+        plans on estimated sizes instead."""
+        return np.maximum(e.sizes - sent, 0.0)
 
     def round_routes(self, flows: Sequence[FlowState], vols: List[float],
                      usable: List[List[tuple]], ms: List[np.ndarray],

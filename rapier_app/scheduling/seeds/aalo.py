@@ -63,6 +63,8 @@ class Aalo(_SeedScheduler):
     """
 
     clairvoyant = False
+    #: reads no size (bytes sent and completions only)
+    unknown_sizes = "unused"
     #: D-CLAS reads only each coflow's total bytes sent (the coordinator's view)
     reads_progress = "coflow"
     #: weighted rounds repeat until no flow can grow (Pseudocode 1 line 2, "while

@@ -21,6 +21,8 @@ class Fifo(_SeedScheduler):
     """
 
     clairvoyant = False
+    #: reads no size (bytes sent and completions only)
+    unknown_sizes = "unused"
     reads_progress = False  # the order needs only arrival times; no byte counters
     #: strict priority by water-filling on what earlier coflows left: every flow
     #: ends on a saturated link (back-filling, Aalo Table 1's "next coflow")

@@ -76,6 +76,9 @@ class Optas(_SeedScheduler):
     """
 
     clairvoyant = False
+    #: reads no size; with sizes hidden the send-buffer model, which stands for the
+    #: sender's kernel and reads the true size, is off (:meth:`expect_unknown_sizes`)
+    unknown_sizes = "unused"
     #: per-flow bytes sent come from the simulator's counters (see ``flow_sent``)
     reads_progress = "vector"
     #: tiny coflows water-filled in FIFO order, then large ones water-filled on
@@ -100,6 +103,13 @@ class Optas(_SeedScheduler):
         self._now = 0.0
         # (group, its flows' rates in bit/s) of every tiny coflow, from the last plan
         self._tiny: List[Tuple[_Group, np.ndarray]] = []
+
+    def expect_unknown_sizes(self) -> None:
+        """Sizes are hidden (``rapier-sim --hide-sizes``): the send-buffer model
+        reads each flow's true size to stand for the sender's kernel, so it is
+        turned off (``buffer_model=False``: a flow is large once it has *sent* more
+        than ``threshold``)."""
+        self.buffer_model = False
 
     # -- the send-buffer model (the sender's kernel) ------------------------------
     def _true_sizes(self, g: _Group) -> np.ndarray:
