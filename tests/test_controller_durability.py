@@ -184,7 +184,7 @@ def test_restart_reloads_every_coflow_and_carries_on(tmp_path):
     del app  # the controller dies
 
     app2 = build(db)
-    st, body = call(app2, "GET", "/rapier/v1/coflows")
+    st, body = call(app2, "GET", "/rapier/v1/coflows?flows=1")
     assert st == 200 and body["total"] == 4
     after = body["coflows"]
     assert [(c["id"], c["state"]) for c in after] == [

@@ -101,7 +101,7 @@ def test_small_case_views_unchanged():
     with open(os.path.join(HERE, "data", "controller_reads_small.json")) as fh:
         expected = json.load(fh)
     core = small_case()
-    got = {"coflows": core.coflows_page(), "one": core.coflow_view("b"),
+    got = {"coflows": core.coflows_page(limit=1000, flows=True), "one": core.coflow_view("b"),
            "schedule": {k: v for k, v in core.schedule_view().items() if k != "solve_s"}}
     assert json.loads(json.dumps(got, sort_keys=True)) == expected
     # the case exercises both states and a cancelled coflow
@@ -136,9 +136,9 @@ def test_views_touch_only_their_coflows_rules():
     assert len(view["flows"]) == 1000
     assert SpyRules.scanned == 0
     assert calls["status"] == mine < len(core.desired) / 10
-    # a page of two coflows: two coflows' rules
+    # a page of two coflows with their flows: two coflows' rules
     calls = _spy(core)
-    page = core.coflows_page(limit=2, offset=3)
+    page = core.coflows_page(limit=2, offset=3, flows=True)
     assert [c["id"] for c in page["coflows"]] == ["c3", "c4"]
     assert SpyRules.scanned == 0
     assert calls["status"] == sum(f["rules"]["installed"] + f["rules"]["pending"]
@@ -162,3 +162,75 @@ def test_index_follows_every_change():
     del core.desired[k]
     assert r not in core.desired.of_flow(k[1])
     assert core.desired.of_flow("no-such-flow") == []
+
+
+def _count_flow_views(core):
+    """Count the per-flow views built (the per-flow part of every read)."""
+    calls = {"flow_view": 0}
+    inner = core.flow_view
+
+    def counted(f):
+        calls["flow_view"] += 1
+        return inner(f)
+
+    core.flow_view = counted
+    return calls
+
+
+def _count_active_flows(monkeypatch):
+    """Count the calls of ``active_flows`` (a scan of a coflow's flows) per coflow."""
+    from rapier_app.core.model import CoflowState
+
+    calls = {}
+    inner = CoflowState.active_flows
+
+    def counted(self):
+        calls[self.coflow_id] = calls.get(self.coflow_id, 0) + 1
+        return inner(self)
+
+    monkeypatch.setattr(CoflowState, "active_flows", counted)
+    return calls
+
+
+def test_list_pages_are_summaries_and_posts_touch_their_own_flows(monkeypatch):
+    """Default pages hold 50 summaries (no flow views, no rule look-ups); the
+    twentieth POST of 1,000 flows and its reply touch none of the other coflows'
+    flows; a reply above REPLY_FLOWS_MAX flows is the summary."""
+    core = make_core(Settings(scheduler="baseline", agent_url=""))
+    for i in range(19):
+        core.submit(_body(f"c{i}", 1000, k=9, port0=1024 + 1000 * i), float(i), schedule=False)
+    for i in range(40):  # small coflows: 59 in all, more than one default page
+        core.submit(_body(f"s{i}", 2, k=9, port0=40000 + 2 * i), 19.0 + i, schedule=False)
+    _confirm(core, core.decide(59.0), 1)  # one decision for all of them
+    calls, views = _spy(core), _count_flow_views(core)
+    page = core.coflows_page()
+    assert page["limit"] == 50 and page["total"] == 59 and page["next_offset"] == 50
+    assert len(page["coflows"]) == 50 and all("flows" not in c for c in page["coflows"])
+    assert page["coflows"][7]["width"] == 1000 and page["coflows"][7]["id"] == "c7"
+    assert {"decision", "rates", "state", "bytes_sent"} <= set(page["coflows"][7])
+    assert views["flow_view"] == 0 and calls["status"] == 0 and SpyRules.scanned == 0
+    nxt = core.coflows_page(offset=page["next_offset"])
+    assert [c["id"] for c in nxt["coflows"]] == [f"s{i}" for i in range(31, 40)]
+    assert nxt["next_offset"] is None
+    # with flows: the page's flows, and only theirs
+    page = core.coflows_page(limit=3, offset=5, flows=True)
+    assert views["flow_view"] == 3000 == sum(len(c["flows"]) for c in page["coflows"])
+    # the twentieth big POST: validation, the duplicate check and the reply touch
+    # its own flows only (no other coflow's flows are scanned)
+    scans = _count_active_flows(monkeypatch)
+    views["flow_view"] = 0
+    c, _ = core.submit(_body("c19", 1000, k=9, port0=30000), 60.0, schedule=False)
+    reply = core.reply_view("c19")
+    assert set(scans) <= {"c19"} and views["flow_view"] == 0 and "flows" not in reply
+    assert reply["width"] == 1000 and reply["decision"] == "queued"
+    small = core.reply_view("s3")
+    assert len(small["flows"]) == 2 and views["flow_view"] == 2
+    # the duplicate check still refuses a flow in use, and accepts one that ended
+    import pytest
+    from rapier_app.httpjson import RequestError
+    with pytest.raises(RequestError) as err:
+        core.submit(_body("dup", 1, k=9, port0=30000), 61.0)
+    assert err.value.field == "flows[0]" and "c19/0" in str(err.value)
+    core.cancel("c19", 62.0)
+    core.submit(_body("dup", 1, k=9, port0=30000), 63.0)
+    assert core.state["dup"] == "active"

@@ -281,7 +281,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         """
         with self._lock:
             c, acts = self.core.submit(body, self.now(), schedule=False)
-            view = self.core.coflow_view(c.coflow_id)
+            view = self.core.reply_view(c.coflow_id)
             dpids = self._enqueue(acts)  # a small coflow's counting rules
         self.flush(dpids)
         if self.worker.running:
@@ -289,7 +289,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         else:
             self._decide_batch([c.coflow_id])
             with self._lock:
-                view = self.core.coflow_view(c.coflow_id)
+                view = self.core.reply_view(c.coflow_id)
         return view
 
     def _decide_batch(self, ids) -> None:
@@ -300,7 +300,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         """Cancel a coflow (``DELETE``); raises RequestError 404/400."""
         self._core_call(lambda now: self.core.cancel(coflow_id, now))
         with self._lock:
-            return self.core.coflow_view(coflow_id)
+            return self.core.reply_view(coflow_id)
 
     def flow_done(self, coflow_id: str, index: int) -> Dict[str, Any]:
         """A receiver reports flow ``index`` of ``coflow_id`` complete (``POST
@@ -309,9 +309,9 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         finished, _ = self._core_call(
             lambda now: self.core.report_flow_done(coflow_id, index, now))
         with self._lock:
-            return {"finished": finished, "coflow": self.core.coflow_view(coflow_id)}
+            return {"finished": finished, "coflow": self.core.reply_view(coflow_id)}
 
-    def coflows_page(self, state=None, limit=None, offset=0) -> Dict[str, Any]:
+    def coflows_page(self, state=None, limit=None, offset=0, flows=False) -> Dict[str, Any]:
         """``GET /coflows`` (:meth:`~.durability.DurabilityMixin.coflows_page`), the
         lock taken per coflow, yielding in between (``/health``, POSTs, decisions go
         on); a coflow that left memory meanwhile is left out."""
@@ -321,7 +321,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         for cid in page.pop("ids"):
             with self._lock:
                 try:
-                    views.append(self.core.coflow_view(cid))
+                    views.append(self.core.coflow_view(cid, flows))
                 except RequestError as exc:
                     if exc.status != 404:
                         raise

@@ -515,22 +515,35 @@ class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMix
             out[self.ledger.status(r)] += 1
         return out
 
-    def coflow_view(self, cid: str) -> Dict[str, Any]:
-        """:meth:`~.views.ViewsMixin.coflow_view` plus, per flow, ``rules``
-        (:meth:`rule_states`); a coflow that left memory (retention) is answered
-        from the database (:meth:`~.durability.DurabilityMixin.stored_view`).
+    def coflow_view(self, cid: str, flows: bool = True) -> Dict[str, Any]:
+        """:meth:`~.views.ViewsMixin.coflow_view` plus ``decision``, ``rates`` and,
+        per flow, ``rules`` (:meth:`rule_states`); ``flows=False``: the summary
+        (no ``flows`` key, no rule looked up).  A coflow that left memory
+        (retention) is answered from the database
+        (:meth:`~.durability.DurabilityMixin.stored_view`).
 
         Raises:
             RequestError: 404 for an id neither in memory nor in the database.
         """
         if cid not in self.coflows and self.store is not None:
-            return self.stored_view(cid)
-        view = super().coflow_view(cid)
+            return self.stored_view(cid, flows)
+        view = super().coflow_view(cid, flows)
         view["decision"] = self.decision.get(cid, SCHEDULED)
         view["rates"] = "applied" if self.rates_applied(cid) else "pending"
-        for fv in view["flows"]:
+        for fv in view.get("flows", ()):
             fv["rules"] = self.rule_states(fv["flow_id"])
         return view
+
+    #: widest coflow whose POST/DELETE/done reply carries its flows; a wider one is
+    #: answered with its summary (``GET /coflows/<id>`` has the flows)
+    REPLY_FLOWS_MAX = 100
+
+    def reply_view(self, cid: str) -> Dict[str, Any]:
+        """The coflow in a POST, DELETE or flow-done reply: :meth:`coflow_view` with
+        its flows up to :attr:`REPLY_FLOWS_MAX` flows, its summary above (the reply
+        costs no per-flow work for a big coflow).  Raises RequestError 404."""
+        c = self.coflows.get(cid)
+        return self.coflow_view(cid, flows=c is None or c.width <= self.REPLY_FLOWS_MAX)
 
     def push_failed(self, host: str, now: Optional[float] = None) -> float:
         """Mark ``host``'s pushed set as unknown so the next reschedule pushes again;

@@ -32,6 +32,10 @@ from .rules import Actions
 from .store import CoflowRecord, StoreError
 from .views import _jsonable
 
+#: coflows in a ``GET /coflows`` page when ``?limit=`` is not given (at most
+#: ``page_limit``)
+PAGE_DEFAULT = 50
+
 #: ``?state=`` values of ``GET /coflows``; ``finished`` is done or cancelled.
 STATE_FILTERS = {ACTIVE: (ACTIVE,), DONE: (DONE,), CANCELLED: (CANCELLED,),
                  "finished": (DONE, CANCELLED)}
@@ -183,14 +187,17 @@ class DurabilityMixin:
 
     # -- listing ----------------------------------------------------------------
     def coflows_page(self, state: Optional[str] = None, limit: Optional[int] = None,
-                     offset: int = 0) -> Dict[str, Any]:
+                     offset: int = 0, flows: bool = False) -> Dict[str, Any]:
         """``GET /coflows``: a page of coflows in arrival order.
 
         Args:
             state: ``active``, ``done``, ``cancelled``, ``finished`` (done or
                 cancelled), or a comma-separated list of them; None for all.
-            limit: page size, 1..``page_limit`` (None: ``page_limit``).
+            limit: page size, 1..``page_limit`` (None: :data:`PAGE_DEFAULT`, at
+                most ``page_limit``).
             offset: coflows to skip (>= 0).
+            flows: False (default): each coflow's summary (its view without
+                ``flows``: the page costs no per-flow view); True: full views.
 
         Returns:
             ``{"coflows": [view, ...], "total": N, "offset": ..., "limit": ...,
@@ -200,7 +207,7 @@ class DurabilityMixin:
             RequestError: 400 naming ``state``, ``limit`` or ``offset``.
         """
         page = self.page_ids(state, limit, offset)
-        views = [self.coflow_view(cid) for cid in page.pop("ids")]
+        views = [self.coflow_view(cid, flows) for cid in page.pop("ids")]
         return {"coflows": views, **page}
 
     def page_ids(self, state: Optional[str] = None, limit: Optional[int] = None,
@@ -212,7 +219,7 @@ class DurabilityMixin:
         states = self._parse_states(state)
         cap = self.settings.page_limit
         if limit is None:
-            limit = cap
+            limit = min(PAGE_DEFAULT, cap)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= cap:
             raise RequestError(400, "limit", f"must be an integer 1..{cap}")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -240,9 +247,10 @@ class DurabilityMixin:
             out.extend(s for s in STATE_FILTERS[part] if s not in out)
         return out
 
-    def stored_view(self, cid: str) -> Dict[str, Any]:
+    def stored_view(self, cid: str, with_flows: bool = True) -> Dict[str, Any]:
         """The view of a coflow that left memory, from the database (same keys as
-        :meth:`~.views.ViewsMixin.coflow_view`; no path or rate: it has ended).
+        :meth:`~.views.ViewsMixin.coflow_view`, ``flows`` left out when
+        ``with_flows`` is False; no path or rate: it has ended).
 
         Raises:
             RequestError: 404 when the database does not know ``cid`` either.
@@ -265,11 +273,13 @@ class DurabilityMixin:
                           "finish_s": fr.finish_s,
                           "fct_s": None if fr.finish_s is None else fr.finish_s - rec.arrival_s})
         total = sum(fr.size_bytes for fr in rec.flows)
-        return _jsonable({"id": rec.id, "state": rec.state, "arrival_s": rec.arrival_s,
-                          "weight": rec.weight, "width": len(rec.flows), "total_bytes": total,
-                          "bytes_sent": sum(fr.bytes_sent for fr in rec.flows),
-                          "finish_s": rec.finish_s,
-                          "cct_s": None if rec.finish_s is None else rec.finish_s - rec.arrival_s,
-                          "ended_s": rec.ended_s, "fallback": None,
-                          "open": bool(rec.open) and rec.state == ACTIVE, "name": rec.name,
-                          "flows": flows})
+        out = {"id": rec.id, "state": rec.state, "arrival_s": rec.arrival_s,
+               "weight": rec.weight, "width": len(rec.flows), "total_bytes": total,
+               "bytes_sent": sum(fr.bytes_sent for fr in rec.flows),
+               "finish_s": rec.finish_s,
+               "cct_s": None if rec.finish_s is None else rec.finish_s - rec.arrival_s,
+               "ended_s": rec.ended_s, "fallback": None,
+               "open": bool(rec.open) and rec.state == ACTIVE, "name": rec.name}
+        if with_flows:
+            out["flows"] = flows
+        return _jsonable(out)

@@ -11,11 +11,13 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         null) -> 201 {the coflow's view,
                                         "coflow": {the same}}
                                         (stored; decided after the reply:
-                                        coflow.decision queued|scheduled|fallback)
+                                        coflow.decision queued|scheduled|fallback;
+                                        flows left out above 100 flows)
     GET    /rapier/v1/coflows          -> 200 {"coflows": [{...}, ...], "total": N,
                                         "offset", "limit", "next_offset"}
-                                        ?limit=&offset=&state=active|done|
-                                        cancelled|finished (docs/operations.md)
+                                        ?limit= (default 50) &offset=&state=active|
+                                        done|cancelled|finished &flows=1 (with
+                                        flows; default: summaries) (docs/api.md)
     GET    /rapier/v1/coflows/<id>     -> 200 {...} (state active/done/cancelled;
                                         per flow path, rate_bps, bytes_sent, finish_s;
                                         cct_s once done)
@@ -349,8 +351,9 @@ class RapierRestController(ControllerBase):
     @rest_method
     def list_coflows(self, req, **_kwargs):
         """Coflows in arrival order, a page at a time: ``?limit=`` (1..page_limit,
-        default page_limit), ``?offset=`` (>= 0), ``?state=`` (active, done,
-        cancelled, finished; comma-separated); 400 naming a bad parameter: a value
+        default 50), ``?offset=`` (>= 0), ``?state=`` (active, done, cancelled,
+        finished; comma-separated), ``?flows=1`` (full views with their flows;
+        default ``0``: each coflow's summary); 400 naming a bad parameter: a value
         out of range (``offset`` has at most 9 digits), a parameter given twice or
         one this call does not take."""
         try:
@@ -359,9 +362,9 @@ class RapierRestController(ControllerBase):
             raise RequestError(400, "query", "is not UTF-8") from None
         query: Dict[str, str] = {}
         for name, raw in items:
-            if name not in ("limit", "offset", "state"):
+            if name not in ("limit", "offset", "state", "flows"):
                 raise RequestError(400, name, "unknown query parameter (limit, offset, "
-                                              "state)")
+                                              "state, flows)")
             if name in query:
                 raise RequestError(400, name, "given more than once")
             query[name] = raw
@@ -374,7 +377,10 @@ class RapierRestController(ControllerBase):
                         and lo <= int(raw) <= hi):
                     raise RequestError(400, name, f"must be an integer {lo}..{hi}")
                 args[name] = int(raw)
-        return 200, self.app.coflows_page(query.get("state"), **args)
+        flows = query.get("flows", "0")
+        if flows not in ("0", "1"):
+            raise RequestError(400, "flows", "must be 0 or 1")
+        return 200, self.app.coflows_page(query.get("state"), flows=flows == "1", **args)
 
     @route("rapier", PREFIX + "/coflows/{coflow_id}", methods=["GET", "HEAD"],
            requirements=ID_REQ)

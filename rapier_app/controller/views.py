@@ -55,18 +55,22 @@ class ViewsMixin:
                 "finish_s": f.finish_s,
                 "fct_s": None if f.finish_s is None else f.finish_s - f.start_s}
 
-    def coflow_view(self, cid: str) -> Dict[str, Any]:
-        """One coflow for ``GET /coflows/<id>``.  Raises RequestError 404."""
+    def coflow_view(self, cid: str, flows: bool = True) -> Dict[str, Any]:
+        """One coflow for ``GET /coflows/<id>`` (``flows``: with its flows; False:
+        the summary of list pages, which costs no per-flow view).  Raises
+        RequestError 404."""
         c = self.get(cid)
-        return _jsonable({"id": cid, "state": self.state[cid], "arrival_s": c.arrival_s,
-                          "weight": c.weight, "width": c.width,
-                          "total_bytes": c.spec.total_bytes, "bytes_sent": c.bytes_sent,
-                          "finish_s": c.finish_s, "cct_s": c.cct_s,
-                          "ended_s": self.ended_s.get(cid),
-                          "fallback": self.fallback.get(cid),
-                          "open": cid in self.open_coflows and self.state[cid] == "active",
-                          "name": self.names.get(cid),
-                          "flows": [self.flow_view(f) for f in c.flows]})
+        out = {"id": cid, "state": self.state[cid], "arrival_s": c.arrival_s,
+               "weight": c.weight, "width": c.width,
+               "total_bytes": c.spec.total_bytes, "bytes_sent": c.bytes_sent,
+               "finish_s": c.finish_s, "cct_s": c.cct_s,
+               "ended_s": self.ended_s.get(cid),
+               "fallback": self.fallback.get(cid),
+               "open": cid in self.open_coflows and self.state[cid] == "active",
+               "name": self.names.get(cid)}
+        if flows:
+            out["flows"] = [self.flow_view(f) for f in c.flows]
+        return _jsonable(out)
 
     def coflows_view(self) -> List[Dict[str, Any]]:
         """Every coflow (all states) in arrival order."""
