@@ -72,8 +72,7 @@ from .progress import ProgressMixin
 from .reconcile import Repair, diff_table, entry_from_stats
 from .pushes import PushBook, flow_limit
 from .registry import FALLBACK, QUEUED, SCHEDULED, FlowTrack, RegistryMixin
-from .rules import (PRIORITY_COFLOW, Actions, FlowRule, check_observed, default_forwarding,
-                    diff_rules)
+from .rules import PRIORITY_COFLOW, Actions, FlowRule, check_observed, default_forwarding
 from .settings import Settings, SettingsError, build_scheduler
 from .store import Store, StoreError
 from .views import ViewsMixin
@@ -187,6 +186,8 @@ class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMix
         self.tracks: Dict[str, FlowTrack] = {}
         self.flow_by_cookie: Dict[int, FlowState] = {}
         self._desired = DesiredRules()
+        #: flow id -> (path or ("count", first dpid), its rules) of the last decision
+        self._rule_cache: Dict[str, Tuple[tuple, List[FlowRule]]] = {}
         self.ledger = RuleLedger()
         self.store = store
         self._pushes = PushBook(self.agent_url)
@@ -358,38 +359,84 @@ class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMix
             return False
         return path[1] in self._dpid
 
+    def _flow_rules(self, f: FlowState, path: Optional[tuple]) -> Tuple[tuple, List[FlowRule]]:
+        """``(key, rules)`` of flow ``f``: its path rules (``path``) or its counting
+        rule (None), reused from the last decision when the key -- the path, or the
+        first-hop switch of the counting rule -- is the same and the desired table
+        still holds exactly those rules (:attr:`_rule_cache`)."""
+        fid = f.flow_id
+        key = path if path is not None else ("count", self.tracks[fid].first_dpid)
+        hit = self._rule_cache.get(fid)
+        if hit is not None and hit[0] == key:
+            mine = self._desired._by_flow.get(fid)
+            rules = hit[1]
+            if mine is not None and len(mine) == len(rules) and \
+                    all(mine.get((r.dpid, fid)) is r for r in rules):
+                return key, rules
+        rules = self._path_rules(f, path) if path is not None else [self._counting_rule(f)]
+        self._rule_cache[fid] = (key, rules)
+        return key, rules
+
     def _apply(self, sched: Schedule, active: Sequence[CoflowState]) -> Actions:
+        """Turn ``sched`` into rule changes and agent pushes for the flows of
+        ``active``, changing :attr:`desired` in place: a flow whose path (or
+        counting rule) is unchanged costs a look-up, not a rule build, and only the
+        flows that moved, arrived or left give rule changes (adds and modifies
+        first, in flow order, then deletes: the new path is ready before the old
+        one goes), as :func:`~.rules.diff_rules` of the old and new tables."""
         acts = Actions()
-        desired = DesiredRules()
+        desired = self._desired
         limits: Dict[str, List[Dict[str, Any]]] = {}
+        changes: List[FlowRule] = []
+        deletes: List[FlowRule] = []
+        seen = set()
         for c in active:
             fb = c.coflow_id in sched.fallback or self.decision.get(c.coflow_id) == BACKGROUND
             for f in c.active_flows():
-                a = sched.allocations.get(f.flow_id)
+                fid = f.flow_id
+                seen.add(fid)
+                a = sched.allocations.get(fid)
                 path = tuple(a.path) if a is not None else None
                 if fb or path is None or not self._valid_path(f, path):
                     if path is not None and not fb and not self._valid_path(f, path):
                         self._log("error", "flow %s: scheduler gave unusable path %s; "
-                                  "default forwarding", f.flow_id, "-".join(path))
-                    rules = [self._counting_rule(f)]
+                                  "default forwarding", fid, "-".join(path))
+                    key, rules = self._flow_rules(f, None)
                     f.path = None
                     f.rate_bps = float(a.rate_bps) if (a is not None and not fb) else 0.0
                 else:
-                    rules = self._path_rules(f, path)
-                    self.tracks[f.flow_id].first_dpid = self._dpid[path[1]]
+                    self.tracks[fid].first_dpid = self._dpid[path[1]]
+                    key, rules = self._flow_rules(f, path)
                     f.path = path
                     f.rate_bps = float(a.rate_bps)
-                for r in rules:
-                    desired[(r.dpid, f.flow_id)] = r
+                mine = desired._by_flow.get(fid)
+                if mine is None or len(mine) != len(rules) or \
+                        any(mine.get((r.dpid, fid)) is not r for r in rules):
+                    old = dict(mine or {})
+                    for k in old:
+                        del desired[k]
+                    for r in rules:
+                        k = (r.dpid, fid)
+                        o = old.pop(k, None)
+                        if o is None:
+                            changes.append(r)
+                        elif o.actions != r.actions:
+                            changes.append(r.with_command("modify"))
+                        desired[k] = r
+                    deletes.extend(o.with_command("delete") for o in old.values())
                 if not fb:
                     rate = f.rate_bps if f.rate_bps > 0 else self.settings.min_rate_bps
                     tr = self.tracks[f.flow_id]
                     limits.setdefault(f.src, []).append(flow_limit(
-                        f.flow_id, self.ip(f.src), self.ip(f.dst), f.dst_port, rate,
+                        fid, self.ip(f.src), self.ip(f.dst), f.dst_port, rate,
                         tr.proto, tr.src_port))
-        # Rule diff: adds/modifies first (new path ready), deletes last.
-        acts.rules.extend(diff_rules(self.desired, desired))
-        self.desired = desired
+        for fid in [x for x in desired._by_flow if x not in seen]:  # flows that left
+            deletes.extend(o.with_command("delete") for o in desired.of_flow(fid))
+            for k in list(desired._by_flow.get(fid, ())):
+                del desired[k]
+            self._rule_cache.pop(fid, None)
+        acts.rules.extend(changes)
+        acts.rules.extend(deletes)
         # Agent pushes: every host whose set changed (hosts that lost all flows get []).
         if self.settings.agent_url:
             acts.pushes.extend(self._pushes.update(limits))
@@ -407,6 +454,7 @@ class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMix
     @desired.setter
     def desired(self, rules) -> None:
         self._desired = rules if isinstance(rules, DesiredRules) else DesiredRules(rules)
+        self._rule_cache.clear()
 
     # -- what the switches hold (barrier-confirmed, issue 14) --------------------------
     @property
