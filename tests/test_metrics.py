@@ -147,7 +147,8 @@ def test_budget_and_failures_are_counted_by_reason(monkeypatch):
                 )[0] == 201
     m = scrape(app)
     assert val(m, "rapier_decisions_over_budget_total") == 1
-    assert val(m, "rapier_coflows_fallback_total", reason="budget") == 1
+    # over budget, the decision is applied: no coflow goes to default forwarding
+    assert val(m, "rapier_coflows_fallback_total", reason="budget") == 0
     # the startup decision (real clock) is under 0.1 s, the one of "a" is not
     assert val(m, "rapier_decision_seconds_count") - val(
         m, "rapier_decision_seconds_bucket", le="0.1") == 1

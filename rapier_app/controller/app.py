@@ -59,9 +59,13 @@ from ryu.lib import hub  # noqa: E402
 from ryu.ofproto import ofproto_v1_3  # noqa: E402
 from ryu.topology import event as topo_event  # noqa: E402
 
-from . import agent_client, links as linkmod, ofmsgs  # noqa: E402
+from eventlet import tpool  # noqa: E402
+
+from . import links as linkmod, ofmsgs  # noqa: E402
 from .httpserver import configure_wsgi_server  # noqa: E402
 from .appflows import OpenFlowsAppMixin  # noqa: E402
+from .loop import DecisionLoopMixin  # noqa: E402
+from .pusher import AgentPusherMixin  # noqa: E402
 from .worker import DecisionWorker  # noqa: E402
 from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
@@ -75,7 +79,8 @@ from ..warmup import ensure_warm  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
 
-class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
+class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
+                       app_manager.RyuApp):
     """RAPIER coflow controller (OpenFlow 1.3).
 
     Keyword args (besides Ryu's contexts):
@@ -137,6 +142,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         # Issue 14, responsiveness and reconciliation (worker.py, reconcile.py).
         self.worker = DecisionWorker(hub.Queue(), hub.QueueEmpty, self._decide_batch,
                                      log=LOG)
+        self._init_loop(offload=tpool.execute)  # decisions in a native thread (loop.py)
         self._batches: Dict[int, int] = {}  # dpid -> rule batches sent
         self._reconcile_req: Dict[int, int] = {}  # dpid -> _batches at the request
         self._reconcile_due: Set[int] = set()
@@ -173,6 +179,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
     def start(self):
         """Start Ryu's event loop plus the poller and the agent pusher."""
         super().start()
+        self._start_loop()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._push_loop))
         self.threads.append(hub.spawn(self.worker.loop))
@@ -292,10 +299,6 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
                 view = self.core.reply_view(c.coflow_id)
         return view
 
-    def _decide_batch(self, ids) -> None:
-        """One decision for the queued coflows ``ids`` (the worker's callback)."""
-        self._core_call(self.core.decide)
-
     def cancel(self, coflow_id: str) -> Dict[str, Any]:
         """Cancel a coflow (``DELETE``); raises RequestError 404/400."""
         self._core_call(lambda now: self.core.cancel(coflow_id, now))
@@ -306,8 +309,8 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         """A receiver reports flow ``index`` of ``coflow_id`` complete (``POST
         .../flows/<n>/done``, :meth:`~.progress.ProgressMixin.report_flow_done`);
         returns ``{"finished": bool, "coflow": view}``; raises RequestError 404/400."""
-        finished, _ = self._core_call(
-            lambda now: self.core.report_flow_done(coflow_id, index, now))
+        finished, _ = self._gated(lambda: self._core_call(
+            lambda now: self.core.report_flow_done(coflow_id, index, now)))
         with self._lock:
             return {"finished": finished, "coflow": self.core.reply_view(coflow_id)}
 
@@ -417,7 +420,8 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         packet_in`): send the frames it returns and the rules of the update."""
         msg = ev.msg
         dp = msg.datapath
-        with self._lock:
+        gate = self._gate if self.core.discover_mode else threading.Lock()  # learning waits
+        with gate, self._lock:
             acts, outs = self.core.packet_in(dp.id, msg.match["in_port"], bytes(msg.data),
                                              self.now())
             dpids = self._enqueue(acts)
@@ -439,8 +443,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
             self._stats_full.setdefault(dpid, []).extend(msg.body)
         if msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE:
             return
-        entries = self._stats_parts.pop(dpid, [])
-        self._core_call(lambda now: self.core.apply_flow_stats(dpid, entries, now))
+        self._stats_arrived(dpid, self._stats_parts.pop(dpid, []))  # after a decision
         if dpid in self._reconcile_req:
             self.reconcile_reply(dpid, self._stats_full.pop(dpid, []))
 
@@ -546,7 +549,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
     def _fabric_changed(self) -> None:
         """Discovery events were fed: bring the graph in force up to date
         (:meth:`~.fabric.FabricMixin.fabric_update`) and send what it returns."""
-        self._core_call(self.core.fabric_update)
+        self._gated(lambda: self._core_call(self.core.fabric_update))
 
     def _links_changed(self, changed: bool) -> None:
         """The down-link set changed: default forwarding without the down links,
@@ -554,7 +557,7 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
         if not changed:
             return
         LOG.warning("links down: %s", ", ".join(self.link_state.view()) or "none")
-        with self._lock:
+        with self._gate, self._lock:
             defaults = self.link_state.reroute_defaults(self.core)
             acts = self.core.reschedule(self.now())
             acts.rules[:0] = defaults
@@ -581,10 +584,11 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
                     self._queue_msg(dpid, ofmsgs.flow_stats_request(dp))
                     polled.append(dpid)
             self._reconcile_due.clear()
-            acts = self.core.check_idle(now)
+            busy = self.core.deciding  # progress and the broker wait (loop.py)
+            acts = self.core.check_idle(now) if not busy else Actions()
             if not acts.finished and self.core.wakeup_due(now):
                 acts = self.core.reschedule(now)
-            acts.extend(self._broker_round(now, polled))
+            acts.extend(self._broker_round(now, polled) if not busy else Actions())
             acts.extend(self.core.retry_pushes(now))  # exponential backoff per host
             sync = self.settings.agent_reconcile_interval_s
             if sync and now - self._last_agent_sync >= sync:
@@ -640,59 +644,3 @@ class RapierController(OpenFlowsAppMixin, app_manager.RyuApp):
                 self.poll_once()
             except Exception:  # noqa: BLE001 -- the poller must survive
                 LOG.exception("poller round failed")
-
-    #: most agent pushes in flight at once (green threads of one push round)
-    PUSH_CONCURRENCY = 32
-
-    def push_pending(self) -> None:
-        """Send every queued agent push (latest set per host); failures are logged
-        and the host is marked for a retry.
-
-        The queued hosts are pushed concurrently (up to :attr:`PUSH_CONCURRENCY`
-        green threads), so a decision's limits reach all its hosts in about one
-        agent round trip instead of one per host (measured on the emulated VL2: the
-        third host of a coflow had its limits 74 ms after the decision when pushed
-        one after the other).  One host's pushes stay in order: a newer set queued
-        meanwhile goes out in the next round."""
-        while self._pending:
-            batch = []
-            while self._pending and len(batch) < self.PUSH_CONCURRENCY:
-                batch.append(self._pending.popitem(last=False))
-            if len(batch) == 1:
-                self._push_one(*batch[0])
-            else:
-                hub.joinall([hub.spawn(self._push_one, host, push) for host, push in batch])
-
-    def _push_one(self, host: str, push) -> None:
-        """One ``PUT /v1/flows`` to ``host``'s agent, its outcome recorded (and its
-        wall-clock time in ``rapier_agent_push_seconds``)."""
-        t0 = time.perf_counter()
-        try:
-            try:
-                agent_client.put_flows(push.url, push.body(), self.settings.agent_timeout_s,
-                                       token=self.settings.agent_token)
-            finally:
-                self.core.metrics.push_latency.observe(time.perf_counter() - t0)
-            LOG.debug("agent %s: %d limits pushed", host, len(push.flows))
-            with self._lock:
-                self.core.push_succeeded(host, push.gen)
-            if host in self._agents_down:
-                self._agents_down.discard(host)
-                LOG.info("agent %s reachable again", host)
-        except agent_client.AgentError as exc:
-            # Warn once per outage; retries (every 5 s) log at debug level.
-            level = logging.DEBUG if host in self._agents_down else logging.WARNING
-            LOG.log(level, "agent %s unreachable or refused the rate set: %s", host, exc)
-            self._agents_down.add(host)
-            with self._lock:
-                delay = self.core.push_failed(host, self.now())
-            LOG.debug("agent %s: next retry in %.1f s", host, delay)
-
-    def _push_loop(self) -> None:
-        while True:
-            self._push_event.wait()
-            self._push_event.clear()
-            try:
-                self.push_pending()
-            except Exception:  # noqa: BLE001
-                LOG.exception("agent pusher failed")

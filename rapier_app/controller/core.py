@@ -49,8 +49,10 @@ defines it):
 * :mod:`.progress` -- byte counters -> progress and completions;
 * :mod:`.views` -- the REST API's JSON views;
 * :mod:`.arp` -- proxy ARP bytes;
-* here -- :class:`ControllerCore`, which ties them together: the scheduler call and
-  the schedule -> rules and pushes step, and :func:`make_core`.
+* :mod:`.decisions` -- a decision in three steps (snapshot, scheduler call,
+  apply), the budget and the deferral of decisions while one runs;
+* here -- :class:`ControllerCore`, which ties them together: the schedule -> rules
+  and pushes step, and :func:`make_core`.
 """
 
 from __future__ import annotations
@@ -63,15 +65,16 @@ from topologies import Topology, TopologyError, build_topology
 from ..core.model import CoflowState, FlowState, InfoPolicy, Schedule
 from .arp import build_arp_reply, parse_arp_request
 from .coexist import BACKGROUND, CoexistMixin
+from .decisions import DecisionMixin
 from .durability import DurabilityMixin
 from .fabric import DISCOVER, FabricMixin
 from .ledger import RuleLedger
-from .metrics import CoreMetrics, fallback_reason
+from .metrics import CoreMetrics
 from .openflows import OpenFlowsMixin
 from .progress import ProgressMixin
 from .reconcile import Repair, diff_table, entry_from_stats
 from .pushes import PushBook, flow_limit
-from .registry import FALLBACK, QUEUED, SCHEDULED, FlowTrack, RegistryMixin
+from .registry import SCHEDULED, FlowTrack, RegistryMixin
 from .rules import PRIORITY_COFLOW, Actions, FlowRule, check_observed, default_forwarding
 from .settings import Settings, SettingsError, build_scheduler
 from .store import Store, StoreError
@@ -141,8 +144,8 @@ class DesiredRules(dict):
         return list(self._by_flow.get(flow_id, {}).values())
 
 
-class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMixin, ViewsMixin,
-                     CoexistMixin, FabricMixin):
+class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMixin,
+                     ViewsMixin, CoexistMixin, FabricMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
 
     Args:
@@ -246,85 +249,6 @@ class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMix
         return check_observed(self.topology, switch_ports, links)
 
 
-    def reschedule(self, now: float) -> Actions:
-        """Call the scheduler and turn its decision into rule and agent changes.
-
-        A scheduler exception (e.g. an LP failure) does not propagate: every active
-        coflow falls back to default forwarding and the event is logged.  Coflows the
-        scheduler itself reports in ``Schedule.fallback`` (RAPIER's LP time-out) get
-        default forwarding too, with a counting rule on their first hop only.
-
-        Args:
-            now: current time (s).  ``self.wall_clock`` (optional ``() -> s``) only
-                times the call for ``GET /schedule``.
-
-        Returns:
-            :class:`Actions` (rules to add/modify/delete, agent pushes).
-        """
-        active = self.active()
-        self.adds_pending = False
-        # coflows below the size threshold are background: never scheduled (.coexist);
-        # an open coflow with no unfinished flow has nothing to schedule (.openflows)
-        planned = [c for c in active if not self.is_background(c) and c.active_flows()]
-        wall_clock = self.wall_clock
-        t0 = wall_clock() if wall_clock else 0.0
-        if planned:
-            try:
-                sched = self.scheduler.schedule(now, planned)
-            except Exception as exc:  # noqa: BLE001 -- any solver failure falls back
-                msg = f"scheduler {self.settings.scheduler} failed: {exc!r}"
-                self._log("error", "%s; all active coflows use default forwarding", msg)
-                self.errors.append(f"{now:.3f}: {msg}")
-                sched = Schedule(fallback={c.coflow_id: msg for c in planned})
-        else:
-            sched = Schedule()
-        self.last_solve_s = (wall_clock() - t0) if wall_clock else 0.0
-        self.metrics.decision.observe(self.last_solve_s)
-        budget = self.settings.decision_budget_s
-        if self.last_solve_s > budget:
-            self.budget_exceeded += 1
-            new = [c.coflow_id for c in active if self.decision.get(c.coflow_id) == QUEUED]
-            msg = (f"decision budget exceeded ({self.last_solve_s:.3f} s > "
-                   f"decision_budget_s {budget:g} s)")
-            self._log("warning", "%s; %d new coflows use default forwarding", msg, len(new))
-            if new:
-                sched = Schedule(allocations=dict(sched.allocations), order=list(sched.order),
-                                 fallback={**sched.fallback, **{cid: msg for cid in new}},
-                                 info=sched.info)
-        for c in active:
-            was = self.decision.get(c.coflow_id)
-            self.decision[c.coflow_id] = BACKGROUND if self.is_background(c) else \
-                FALLBACK if c.coflow_id in sched.fallback else SCHEDULED
-            if self.decision[c.coflow_id] == BACKGROUND and was != BACKGROUND:
-                self.metrics.fallback.labels("background").inc()
-        for cid, reason in sched.fallback.items():
-            if self.fallback.get(cid) != reason:
-                self._log("warning", "coflow %s falls back to default forwarding: %s",
-                          cid, reason)
-                self.metrics.fallback.labels(fallback_reason(reason)).inc()
-            self.fallback[cid] = reason
-        self.last_schedule = sched
-        self.last_schedule_s = now
-        self.schedule_count += 1
-        return self._apply(sched, active)
-
-    def decide(self, now: float) -> Actions:
-        """One decision for every queued coflow (``decision`` ``queued``), taken by
-        the decision worker (:mod:`.worker`) after ``POST`` returned: the same
-        scheduler call as :meth:`reschedule` (all active coflows together), with the
-        budget rule of ``decision_budget_s``; also after flows were added to an open
-        coflow (:attr:`~.openflows.OpenFlowsMixin.adds_pending`).  Returns its
-        Actions (empty when nothing is queued any more: another call already decided
-        them)."""
-        if not self.adds_pending and not any(self.decision.get(c.coflow_id) == QUEUED
-                                             for c in self.active()):
-            return Actions()
-        return self.reschedule(now)
-
-    def queued(self) -> List[str]:
-        """Ids of the active coflows still waiting for their first decision."""
-        return [c.coflow_id for c in self.active() if self.decision.get(c.coflow_id) == QUEUED]
-
     def _path_rules(self, f: FlowState, path: Sequence[str]) -> List[FlowRule]:
         g = self.topology.graph
         match = self.rule_match(f)
@@ -377,13 +301,14 @@ class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMix
         self._rule_cache[fid] = (key, rules)
         return key, rules
 
-    def _apply(self, sched: Schedule, active: Sequence[CoflowState]) -> Actions:
+    def _apply(self, sched: Schedule, active: Sequence[CoflowState], keep=()) -> Actions:
         """Turn ``sched`` into rule changes and agent pushes for the flows of
         ``active``, changing :attr:`desired` in place: a flow whose path (or
         counting rule) is unchanged costs a look-up, not a rule build, and only the
         flows that moved, arrived or left give rule changes (adds and modifies
         first, in flow order, then deletes: the new path is ready before the old
-        one goes), as :func:`~.rules.diff_rules` of the old and new tables."""
+        one goes), as :func:`~.rules.diff_rules` of the old and new tables.  Rules
+        of flows neither in ``active`` nor in ``keep`` (flow ids) are deleted."""
         acts = Actions()
         desired = self._desired
         limits: Dict[str, List[Dict[str, Any]]] = {}
@@ -430,6 +355,7 @@ class ControllerCore(RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMix
                     limits.setdefault(f.src, []).append(flow_limit(
                         fid, self.ip(f.src), self.ip(f.dst), f.dst_port, rate,
                         tr.proto, tr.src_port))
+        seen.update(keep)
         for fid in [x for x in desired._by_flow if x not in seen]:  # flows that left
             deletes.extend(o.with_command("delete") for o in desired.of_flow(fid))
             for k in list(desired._by_flow.get(fid, ())):

@@ -41,8 +41,8 @@ PUSH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 
 def fallback_reason(message: str) -> str:
     """The ``reason`` label of a coflow sent to default forwarding, from the message
-    the core records in ``core.fallback``: ``budget`` (the decision took longer than
-    ``decision_budget_s``), ``scheduler_error`` (the scheduler raised, e.g. an LP
+    the core records in ``core.fallback``: ``budget`` (kept for continuity: a decision over
+    ``decision_budget_s`` is now applied, no coflow falls back for it), ``scheduler_error`` (the scheduler raised, e.g. an LP
     failure), else ``scheduler`` (the scheduler itself reported the coflow in
     ``Schedule.fallback``, e.g. RAPIER's LP time-out).  ``background`` (below
     ``small_coflow_bytes``) is counted by the core directly."""
@@ -93,8 +93,8 @@ class CoreCollector:
         yield g
 
         yield CounterMetricFamily("rapier_decisions_over_budget", "Decisions whose wall-clock "
-                                  "time exceeded decision_budget_s (their new coflows went "
-                                  "to default forwarding).", value=core.budget_exceeded)
+                                  "time exceeded decision_budget_s (applied all the same).",
+                                  value=core.budget_exceeded)
         yield GaugeMetricFamily("rapier_rules_installed", "Coflow rules confirmed on their "
                                 "switch by a barrier reply.", value=len(core.installed))
         yield GaugeMetricFamily("rapier_rules_pending", "Rules sent to switches and awaiting "

@@ -9,9 +9,11 @@ scheduler call over every active coflow), then sends the rules and agent pushes.
 Submissions that arrive while a decision runs wait for the next one, so a burst of
 N POSTs costs far fewer than N scheduler calls.
 
-The decision's wall-clock budget (``decision_budget_s``) is enforced by the core: a
-decision that took longer puts the coflows it decided for the first time on default
-forwarding (``decision: fallback`` in ``GET /coflows/<id>``).
+Decisions wanted for other reasons (a cancel, a completion, a link change while the
+worker decides, :mod:`.decisions`) wake the worker with :meth:`DecisionWorker.wake`.
+When ``decide`` answers that another decision is due at once (a decision cut by
+``decision_budget_s``, events that came during it), the worker runs it at once, with
+whatever was queued meanwhile, instead of waiting for the next arrival.
 
 Pure of Ryu: the queue is any object with ``get()`` (blocking) and
 ``get_nowait()`` raising ``empty_exc`` (``ryu.lib.hub.Queue`` / ``eventlet.queue`` in
@@ -31,8 +33,10 @@ class DecisionWorker:
         queue: the queue (``put``/``get``/``get_nowait``).
         empty_exc: the exception ``get_nowait`` raises on an empty queue.
         decide: ``decide(ids)`` -- run one decision for the batch ``ids`` (list of
-            coflow ids, arrival order) and carry out its actions; exceptions are
-            caught by :meth:`loop` (logged through ``log``), not by :meth:`run_once`.
+            coflow ids, arrival order; empty for a wake-up alone) and carry out its
+            actions; a true result asks for another decision at once.  Exceptions
+            are caught by :meth:`loop` (logged through ``log``), not by
+            :meth:`run_once`.
         clock: ``() -> s`` to time decisions (default :func:`time.perf_counter`).
         log: optional ``logging.Logger``.
 
@@ -63,6 +67,10 @@ class DecisionWorker:
         """Queue ``coflow_id`` for the next decision."""
         self.queue.put(coflow_id)
 
+    def wake(self) -> None:
+        """Ask for a decision without a new coflow (a wake-up counted as none)."""
+        self.queue.put(None)
+
     def backlog(self) -> int:
         """Ids queued and not yet taken by a decision."""
         try:
@@ -83,19 +91,25 @@ class DecisionWorker:
 
     def run_once(self, block: bool = True) -> List[str]:
         """Take the queued ids (waiting for one when ``block``) and run one decision
-        for them; returns the batch (empty: nothing was queued, no decision)."""
-        ids = self.drain(block)
-        if not ids:
-            return ids
-        t0 = self.clock()
-        try:
-            self.decide(ids)
-        finally:
-            self.last_decision_s = self.clock() - t0
-            self.decisions += 1
-            self.submissions += len(ids)
-            self.largest_batch = max(self.largest_batch, len(ids))
-        return ids
+        for them, then at once the follow-ups ``decide`` asks for (each with the ids
+        queued meanwhile); returns the ids decided (empty: none was queued)."""
+        raw = self.drain(block)
+        done: List[str] = []
+        while raw:
+            ids = [i for i in raw if i is not None]
+            t0 = self.clock()
+            try:
+                again = self.decide(ids)
+            finally:
+                self.last_decision_s = self.clock() - t0
+                self.decisions += 1
+                self.submissions += len(ids)
+                self.largest_batch = max(self.largest_batch, len(ids))
+            done.extend(ids)
+            raw = self.drain(False)
+            if again and not raw:
+                raw = [None]
+        return done
 
     def loop(self) -> None:
         """Run decisions forever (the worker green thread); a failed decision is

@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import math
 import operator
+import time
 from itertools import compress
 from typing import Dict, List, Optional, Sequence
 
@@ -216,6 +217,18 @@ class Rapier(Scheduler):
     #: lp when none is given: "exact" (GLOP's vertex); "fast" is measured 1.3 %
     #: behind it on the Facebook hour on fattree:10 (docs/schedulers.md)
     default_lp = "exact"
+    #: the decision budget's hook: a ``time.perf_counter()`` time after which
+    #: Algorithm 1 stops placing coflows (checked after each pick, so a pass places
+    #: at least one); the coflows it did not reach are listed in
+    #: ``Schedule.info["deferred"]`` and served like fallback coflows (ECMP paths,
+    #: Algorithm 3's leftover).  None (default): no limit, the pass is unchanged.
+    #: Set by the controller around each decision (``decision_budget_s``).
+    deadline: Optional[float] = None
+    #: coflows Algorithm 1 places before it looks at :attr:`deadline` (the
+    #: controller raises it after a cut decision, so that follow-ups progress)
+    min_placed: int = 0
+    #: the last full pass was cut by :attr:`deadline`
+    _cut = False
 
     clairvoyant = True
     #: Section IV-C: Algorithm 1 "is invoked whenever a new coflow comes or an
@@ -470,7 +483,7 @@ class Rapier(Scheduler):
             self._last_served[cid] = now
         active = [c for c in coflows if c.active_flows()]
         if self.incremental and self._wc is not None and self._wc.matches(active) \
-                and now < self._guard_at:
+                and now < self._guard_at and not self._cut:
             self.stats["wc_passes"] += 1
             out = self._wc.flow_event()
             if self._unserved_spans:
@@ -517,6 +530,8 @@ class Rapier(Scheduler):
                 plans[best.coflow_id] = plan
                 self._commit(best, plan, pending, order, paths_c, rates_c, residual,
                              reserved)
+                if self._out_of_time(pending, order):
+                    break
                 continue
             guard = wait(pending[0]) > self.delta_s  # Alg. 1 lines 7-10
             best, best_key = None, None
@@ -566,9 +581,17 @@ class Rapier(Scheduler):
                 break
             self._commit(best, plans[best.coflow_id], pending, order, paths_c, rates_c,
                          residual, reserved)
+            if self._out_of_time(pending, order):
+                break
+        # Coflows the budget left out (pending after a break above): like fallback
+        # coflows below, but not reported as fallback.
+        deferred = [c.coflow_id for c in pending if c.coflow_id not in fallback] \
+            if self.deadline is not None else []
+        for cid in deferred:
+            plans.pop(cid, None)
         # Fallback coflows: ECMP routes, served only by work conservation.
         for c in active:
-            if c.coflow_id in fallback:
+            if c.coflow_id in fallback or c.coflow_id in deferred:
                 fl = self._coflow_arrays(c).flows
                 paths_c[c.coflow_id] = [self.ecmp_path(f) for f in fl]
                 rates_c[c.coflow_id] = np.zeros(len(fl))
@@ -597,6 +620,9 @@ class Rapier(Scheduler):
             rates_out.append(rates_c[cid])
         rates_all = np.concatenate(rates_out) if rates_out else np.zeros(0)
         info = {"t_min_s": {cid: p.t_s for cid, p in plans.items()}}
+        if deferred:
+            info["deferred"] = deferred
+        self._cut = bool(deferred)  # the next call is a full pass (not Algorithm 3 alone)
         sched = Schedule.from_vectors(flows_out, paths_out, rates_all, order=order,
                                       fallback=fallback, info=info)
         if self.incremental:
@@ -655,6 +681,12 @@ class Rapier(Scheduler):
         """The coflow order of work conservation, or None (default) for Algorithm 3's:
         ``wc_order``."""
         return None
+
+    def _out_of_time(self, pending: list, order: list) -> bool:
+        """True when coflows are still pending, :attr:`min_placed` are placed and
+        :attr:`deadline` has passed."""
+        return bool(pending) and self.deadline is not None and \
+            len(order) >= self.min_placed and time.perf_counter() >= self.deadline
 
     def _commit(self, best: CoflowState, plan: CoflowPlan, pending: list, order: list,
                 paths_c: dict, rates_c: dict, residual: np.ndarray,

@@ -1,0 +1,170 @@
+"""The controller under load (in-process, fake switches, counted not timed):
+arrivals during a decision are batched into the next one, /health, reads, POSTs and
+DELETEs do not wait for a decision in progress, the decision budget cuts Algorithm 1
+and a follow-up decision places the rest at once, and RAPIER's deadline hook.
+"""
+
+import threading
+
+from rapier_app.controller.settings import Settings  # noqa: F401 -- used by rest_app
+from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
+from rapier_app.scheduling import make_scheduler as build_scheduler
+from topologies import build_topology
+
+from test_controller_worker_reconcile import MB, call, connect, flow, rest_app  # noqa: I100
+
+PAIRS = [("h1", "h5"), ("h2", "h6"), ("h3", "h9"), ("h4", "h8"), ("h7", "h2"), ("h9", "h1")]
+
+
+def worker_mode(app):
+    """The app as under ryu-manager: POSTs queue, every decision is the worker's.
+    The decision runs in the test's worker thread itself (no eventlet hub here to
+    hand it to ``tpool``): the same two threads as under ryu-manager."""
+    app.worker.running = True
+    app._offload = None
+    app._start_loop()
+
+
+class Blocking:
+    """Wraps the scheduler's ``schedule``: the first call waits for ``release``;
+    every call's coflow ids are recorded."""
+
+    def __init__(self, app):
+        self.inner = app.core.scheduler.schedule
+        self.calls = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        app.core.scheduler.schedule = self
+
+    def __call__(self, now, coflows):
+        self.calls.append(sorted(c.coflow_id for c in coflows))
+        if len(self.calls) == 1:
+            self.entered.set()
+            assert self.release.wait(30)
+        return self.inner(now, coflows)
+
+
+def test_arrivals_during_a_decision_are_batched_and_nothing_waits_for_it():
+    app = rest_app()
+    connect(app)
+    worker_mode(app)
+    st, first = call(app, "POST", "/rapier/v1/coflows", {"id": "a", "flows": [flow("h1", "h5")]})
+    assert st == 201 and first["coflow"]["decision"] == "queued"
+    st, _ = call(app, "POST", "/rapier/v1/coflows", {"id": "gone", "flows": [flow("h3", "h7")]})
+    app.worker.run_once(block=False)  # decides a and gone
+    block = Blocking(app)
+    call(app, "POST", "/rapier/v1/coflows", {"id": "b", "flows": [flow("h2", "h6")]})
+    done = []
+    t = threading.Thread(target=lambda: done.append(app.worker.run_once(block=False)))
+    t.start()
+    assert block.entered.wait(30)  # the decision for b is in the scheduler, blocked
+    assert app.core.deciding
+    # while it is blocked: /health, reads, POSTs and a DELETE are served at once
+    # (each call returns in this thread; none waits for the decision)
+    assert call(app, "GET", "/rapier/v1/health")[0] == 200
+    assert call(app, "GET", "/rapier/v1/coflows")[1]["total"] == 3
+    assert call(app, "GET", "/rapier/v1/coflows/a")[1]["decision"] == "scheduled"
+    for cid, (s, d) in zip(("c", "d", "e"), PAIRS[2:5]):
+        st, body = call(app, "POST", "/rapier/v1/coflows", {"id": cid, "flows": [flow(s, d)]})
+        assert st == 201 and body["coflow"]["decision"] == "queued"
+    st, body = call(app, "DELETE", "/rapier/v1/coflows/gone")
+    assert st == 200 and body["state"] == "cancelled"
+    assert app.core.decision_due  # the cancel waits for the next decision
+    assert block.calls == [["a", "b", "gone"]] and t.is_alive()
+    block.release.set()
+    t.join(30)
+    assert not t.is_alive()
+    # one decision for b, then at once one more for c, d, e and the cancel together
+    assert block.calls == [["a", "b", "gone"], ["a", "b", "c", "d", "e"]]
+    assert done == [["b", "c", "d", "e"]]
+    assert app.worker.stats()["largest_batch"] == 3
+    for cid in "abcde":
+        c = call(app, "GET", f"/rapier/v1/coflows/{cid}")[1]
+        assert c["decision"] == "scheduled" and c["flows"][0]["path"] is not None
+    gone = call(app, "GET", "/rapier/v1/coflows/gone")[1]
+    assert not [k for k in app.core.desired if k[1] == gone["flows"][0]["flow_id"]]
+    assert not app.core.wants_decision() and app.worker.backlog() == 0
+
+
+def test_stats_during_a_decision_are_applied_after_it_in_order():
+    app = rest_app()
+    connect(app)
+    worker_mode(app)
+    call(app, "POST", "/rapier/v1/coflows", {"id": "a", "flows": [flow("h1", "h5", 10 * MB)]})
+    app.worker.run_once(block=False)
+    block = Blocking(app)
+    call(app, "POST", "/rapier/v1/coflows", {"id": "b", "flows": [flow("h2", "h6")]})
+    t = threading.Thread(target=app.worker.run_once, kwargs={"block": False})
+    t.start()
+    assert block.entered.wait(30)
+    f = app.core.coflows["a"].flows[0]
+    tr = app.core.tracks[f.flow_id]
+    app._stats_arrived(tr.first_dpid, [(tr.cookie, 2 * MB, 10)])
+    app._stats_arrived(tr.first_dpid, [(tr.cookie, 3 * MB, 20)])
+    assert f.bytes_sent == 0  # held while the scheduler runs
+    block.release.set()
+    t.join(30)
+    hdr = app.core.settings.header_bytes
+    assert f.bytes_sent == 3 * MB - 20 * hdr and tr.offset_bytes == 0  # in order, no reset
+
+
+def test_budget_cuts_algorithm_1_and_follow_ups_place_the_rest_at_once():
+    app = rest_app(decision_budget_s=1e-9)  # out of time after the first pick
+    connect(app)
+    worker_mode(app)
+    cuts = []
+    end = app.core.end_decision
+
+    def spy(job, now):
+        acts = end(job, now)
+        deferred = job.sched.info.get("deferred", [])
+        paths = [f.path for cid in deferred for f in app.core.coflows[cid].flows]
+        cuts.append((list(job.sched.order), list(deferred), paths,
+                     [app.core.decision[c] for c in deferred]))
+        return acts
+
+    app.core.end_decision = spy
+    ids = []
+    for i, (s, d) in enumerate(PAIRS):
+        st, body = call(app, "POST", "/rapier/v1/coflows",
+                        {"flows": [flow(s, d, (i + 1) * 10 * MB, 7000 + i)]})
+        ids.append(body["id"])
+    assert app.worker.run_once(block=False) == ids  # the follow-ups come at once
+    # each decision cut in a row places one coflow more than the one before
+    assert [len(order) for order, *_ in cuts] == [1, 2, 3, 4, 5, 6]
+    for order, deferred, paths, states in cuts[:-1]:
+        assert sorted(order + deferred) == sorted(ids)
+        # the coflows left out keep ECMP paths (not default forwarding) and stay queued
+        assert paths and all(p is not None for p in paths)
+        assert set(states) == {"queued"}
+    assert cuts[-1][1] == []
+    for cid in ids:
+        c = call(app, "GET", f"/rapier/v1/coflows/{cid}")[1]
+        assert c["decision"] == "scheduled" and c["fallback"] is None
+        assert c["flows"][0]["path"] is not None
+    assert not app.core.wants_decision() and app.core._min_placed == 0
+
+
+def test_rapier_deadline_hook():
+    """Algorithm 1 stops placing coflows after the deadline (at least min_placed,
+    at least one); without a deadline the pass is the same as before."""
+    topo = build_topology("fattree:4", 1e9)
+    policy = InfoPolicy(True)
+    hosts = topo.hosts
+
+    def coflows():
+        return [CoflowState(make_coflow(f"c{i}", 0.0, [(hosts[i], hosts[-1 - i], (i + 1) * MB),
+                                                       (hosts[i + 1], hosts[-2 - i], MB)]),
+                            policy) for i in range(5)]
+
+    full = build_scheduler("rapier", topo).schedule(0.0, coflows())
+    assert "deferred" not in full.info and len(full.order) == 5
+    s = build_scheduler("rapier", topo)
+    s.deadline = 0.0  # long past
+    cut = s.schedule(0.0, coflows())
+    assert cut.order == full.order[:1]
+    assert sorted(cut.info["deferred"]) == sorted(full.order[1:])
+    assert not cut.fallback and len(cut.allocations) == 10  # every flow has a path
+    s2 = build_scheduler("rapier", topo)
+    s2.deadline, s2.min_placed = 0.0, 3
+    assert s2.schedule(0.0, coflows()).order == full.order[:3]
