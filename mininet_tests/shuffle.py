@@ -230,8 +230,17 @@ def run_scheduler(scheduler: str, topology: str, link_mbps: float, records: List
     opts = {"link_bps": link_mbps * 1e6 * (headroom if enforce else 1.0),
             "stats_interval_s": 0.1, "stats_completion": "false"}
     rounds = []
-    with Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps, enforce=enforce,
-                   controller_opts=opts) as emu:
+    for attempt in (1, 2):  # start-up only, as rapier-emulate does
+        emu = Emulation(topology, scheduler=scheduler, bw_mbps=link_mbps, enforce=enforce,
+                        controller_opts=opts)
+        try:
+            emu.__enter__()
+            break
+        except EmulationError as exc:
+            if attempt == 2:
+                raise
+            LOG.warning("%s: start-up failed (%s); retrying once", scheduler, exc)
+    try:
         relay = os.path.join(emu.workdir, "rest.sock")
         with UnixRelay(relay, ("127.0.0.1", emu.rest_port)):
             ctl = Controller(emu.rest, timeout=10, total_timeout=20)
@@ -248,6 +257,8 @@ def run_scheduler(scheduler: str, topology: str, link_mbps: float, records: List
             if ctl.policy.warned:
                 raise EmulationError(f"{scheduler}: the controller was unreachable from the "
                                      f"driver during the run")
+    finally:
+        emu.__exit__(None, None, None)
     return rounds
 
 
@@ -284,9 +295,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--link-mbps", type=float, default=20.0)
     ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--records", default="3000,12000",
-                    help="records per mapper, one value per job (default 3000,12000: "
-                         "300 kB and 1.2 MB per mapper)")
+    ap.add_argument("--records", default="10000,40000",
+                    help="records per mapper, one value per job (default 10000,40000: "
+                         "1 MB and 4 MB per mapper)")
     ap.add_argument("--sizes", choices=("on", "off", "both"), default="both",
                     help="register flow sizes (on), not (off), or both in turn")
     ap.add_argument("--json", action="store_true", help="print every round as JSON")
