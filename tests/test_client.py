@@ -320,7 +320,7 @@ def test_5xx_then_success_is_retried():
 def test_after_the_controller_comes_back_new_coflows_register(caplog):
     caplog.set_level(logging.WARNING, logger="rapier_client")
     port = free_port()
-    ctl = Controller(f"http://127.0.0.1:{port}", token=TOKEN, timeout=0.3, retries=0,
+    ctl = Controller(f"http://127.0.0.1:{port}", token=TOKEN, timeout=5.0, retries=0,
                      retry_after=0.2)
     assert ctl.coflow().open() == [] and ctl.policy.warned
     with InProcessServer(make_backend(TOKEN), port=port):

@@ -13,8 +13,8 @@ result is sorted.  Each process prints one JSON line (times are ``time.time()``)
 The coflow: with ``--rapier URL --coflow ID`` (a coflow a driver opened with
 ``Controller.coflow(id=ID)``), each mapper registers every accepted connection
 before it sends (``register_socket``: the flow's real 5-tuple, its size with
-``--sizes``) and reports it done on the reducer's acknowledgement.  The lines marked
-``# rapier`` are all the client adds (docs/client.md shows the diff).
+``--sizes``) and reports it done on the reducer's acknowledgement.  The nine lines
+whose comment says rapier are all the client adds (docs/client.md shows the diff).
 """
 
 import argparse
