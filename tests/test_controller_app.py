@@ -136,7 +136,7 @@ def test_bad_requests_answer_json_errors_and_change_nothing(app, method, path, b
 def test_duplicate_of_an_active_flow_and_duplicate_id(app):
     call(app, "POST", "/rapier/v1/coflows", {"flows": [flow()], "id": "a"})
     st, err = call(app, "POST", "/rapier/v1/coflows", {"flows": [flow(size=5)]})
-    assert st == 400 and err["field"] == "flows[0]" and "a/0" in err["error"]
+    assert st == 409 and err["field"] == "flows[0]" and "a/0" in err["error"]
     st, err = call(app, "POST", "/rapier/v1/coflows", {"flows": [flow(port=1)], "id": "a"})
     assert st == 400 and err["field"] == "id"
 

@@ -222,13 +222,13 @@ def test_bad_submit_changes_nothing(ls):
     sched.plan["x/0"] = (("h1", "l1", "s2", "l2", "h5"), 4e8)
     core.submit({"flows": [flow()], "id": "x"}, 0.0)
     before = (list(core.coflows), dict(core.desired), dict(core.pushed), len(sched.calls))
-    for body, field in [({"flows": [flow(port=6000)], "id": "x"}, "id"),
-                        ({"flows": [flow(size=3)]}, "flows[0]"),
-                        ({"flows": [flow(port=6000), flow(src="h7", size=-1)]},
-                         "flows[1].size_bytes")]:
+    for body, field, status in [({"flows": [flow(port=6000)], "id": "x"}, "id", 400),
+                                ({"flows": [flow(size=3)]}, "flows[0]", 409),  # overlaps x/0
+                                ({"flows": [flow(port=6000), flow(src="h7", size=-1)]},
+                                 "flows[1].size_bytes", 400)]:
         with pytest.raises(RequestError) as ei:
             core.submit(body, 1.0)
-        assert ei.value.field == field and ei.value.status == 400
+        assert ei.value.field == field and ei.value.status == status
     assert (list(core.coflows), dict(core.desired), dict(core.pushed),
             len(sched.calls)) == before
 

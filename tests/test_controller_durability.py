@@ -228,10 +228,12 @@ def test_rejected_requests_write_nothing(tmp_path):
     app = build(db)
     call(app, "POST", "/rapier/v1/coflows", {"flows": [flow()], "id": "a"})
     size = os.path.getsize(db)
-    for body in [b"{oops", {"flows": [flow(src="h42")]}, {"flows": [flow(size=-1)]},
-                 {"flows": [flow(port=7)], "id": "a"}, {"flows": [flow()]}]:
+    for body, status in [(b"{oops", 400), ({"flows": [flow(src="h42")]}, 400),
+                         ({"flows": [flow(size=-1)]}, 400),
+                         ({"flows": [flow(port=7)], "id": "a"}, 400),
+                         ({"flows": [flow()]}, 409)]:  # overlaps a/0
         st, _ = call(app, "POST", "/rapier/v1/coflows", body)
-        assert st == 400
+        assert st == status
     assert call(app, "DELETE", "/rapier/v1/coflows/nope")[0] == 404
     assert rows(db) == [("a", "active")]
     with sqlite3.connect(db) as con:

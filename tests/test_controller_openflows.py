@@ -177,10 +177,10 @@ def test_overlap_is_409_naming_both_and_adds_nothing():
     st, v = call(app, "POST", P + "/s/flows", {"flows": [
         {"src": "h1", "dst": "h5", "dst_port": 5001}]})
     assert st == 201 and v["flows"][0]["index"] == 2  # indices never reused
-    # POST /coflows keeps answering 400 for a flow used by an active one
+    # POST /coflows answers 409 too for a flow overlapping a live one
     st, err = call(app, "POST", P, {"flows": [{"src": "h1", "dst": "h5", "dst_port": 5001,
                                                "size_bytes": 1}]})
-    assert st == 400 and err["field"] == "flows[0]" and "s/2" in err["error"]
+    assert st == 409 and err["field"] == "flows[0]" and "s/2" in err["error"]
 
 
 @pytest.mark.parametrize("path,body,field", [

@@ -231,6 +231,7 @@ def test_list_pages_are_summaries_and_posts_touch_their_own_flows(monkeypatch):
     with pytest.raises(RequestError) as err:
         core.submit(_body("dup", 1, k=9, port0=30000), 61.0)
     assert err.value.field == "flows[0]" and "c19/0" in str(err.value)
+    assert err.value.status == 409
     core.cancel("c19", 62.0)
     core.submit(_body("dup", 1, k=9, port0=30000), 63.0)
     assert core.state["dup"] == "active"

@@ -104,9 +104,9 @@ class RegistryMixin:
             (the coflow's state, the actions of the decision).
 
         Raises:
-            RequestError: 400 for bad input, duplicate coflow id, or a flow whose
-            match overlaps an active flow's (:mod:`.matches`: the rules would
-            collide); 503 when the database write fails.  Nothing is changed then
+            RequestError: 400 for bad input or a duplicate coflow id; 409 for a
+            flow whose match overlaps a live flow's (:mod:`.matches`: the rules
+            would collide; the message names both); 503 when the database write fails.  Nothing is changed then
             (the database write is the last step before the coflow is accepted).
         """
         req = parse_coflow_request(body, self.topology)
@@ -120,7 +120,7 @@ class RegistryMixin:
         elif self._known_state(cid) is not None:
             raise RequestError(400, "id", f"coflow {cid!r} already exists "
                                           f"(state {self._known_state(cid)})")
-        self.check_overlaps(cid, req["flows"], 0, 400)
+        self.check_overlaps(cid, req["flows"], 0, 409)
         arrival = max(float(now), 0.0)
         known = [r.size_bytes for r in req["flows"] if r.size_bytes is not None]
         prepared = self.prepare_flows(cid, req["flows"], 0, None, known)
