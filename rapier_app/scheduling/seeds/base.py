@@ -37,7 +37,7 @@ from ... import kernels
 from ...core.model import CoflowState, FlowState, Schedule
 from ...kernels import alloc as kalloc
 from ...kernels import weighted as kweighted
-from ..base import Scheduler, SchedulerError
+from ..base import ECMP_MEMO_MAX, Scheduler, SchedulerError
 from ..pathcache import pad_rows
 from .group import _aligned, _ConcatPaths, _Group
 from .passes import (_IN_PLACE_MAX, MAX_WEIGHTED_ROUNDS, REL_TOL, _compact, _distinct,
@@ -79,6 +79,9 @@ class _SeedScheduler(Scheduler):
         self._width = self._path_width(topology)
         self._routes: Dict[str, tuple] = {}
         self._rows: Dict[str, np.ndarray] = {}
+        #: path tuple -> its padded row (flows on one path share it: rows are only
+        #: read, stacked into copies)
+        self._path_rows: Dict[tuple, np.ndarray] = {}
         self._routed: Dict[str, List[str]] = {}  # coflow_id -> flow ids routed
         self._groups: Dict[str, _Group] = {}
         self._last_rates: Dict[str, float] = {}  # coflow_id -> total bit/s last given
@@ -145,12 +148,18 @@ class _SeedScheduler(Scheduler):
             p = self.ecmp_path(flow)
             self._routes[flow.flow_id] = p
             self._routed.setdefault(flow.coflow_id, []).append(flow.flow_id)
-            links = self.topology.path_links(p)
-            if len(links) > self._width:
-                raise SchedulerError(f"path: flow {flow.flow_id} path longer than the "
-                                     f"topology diameter {self._width}")
-            # one row of the padded contract of pathcache, at the fixed width
-            self._rows[flow.flow_id] = pad_rows([links], self._L, self._width)[0]
+            row = self._path_rows.get(p)
+            if row is None:
+                links = self.topology.path_links(p)
+                if len(links) > self._width:
+                    raise SchedulerError(f"path: flow {flow.flow_id} path longer than "
+                                         f"the topology diameter {self._width}")
+                # one row of the padded contract of pathcache, at the fixed width
+                row = pad_rows([links], self._L, self._width)[0]
+                if len(self._path_rows) >= ECMP_MEMO_MAX:
+                    self._path_rows.clear()  # a pure function of the path
+                self._path_rows[p] = row
+            self._rows[flow.flow_id] = row
         return p
 
     def group(self, c: CoflowState) -> _Group:
