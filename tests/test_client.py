@@ -267,6 +267,7 @@ def test_controller_down_transfers_complete_with_one_warning(kind, caplog):
         url, stop = f"http://127.0.0.1:{hole.getsockname()[1]}", hole.close
     else:
         def app(environ, start_response):
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
             hits.append(environ["PATH_INFO"])
             start_response("503 Service Unavailable", [("Content-Length", "2")])
             return [b"{}"]
@@ -301,6 +302,7 @@ def test_5xx_then_success_is_retried():
     calls = []
 
     def app(environ, start_response):
+        environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         calls.append(environ["PATH_INFO"])
         if len(calls) < 3:
             start_response("500 Internal Server Error", [("Content-Length", "2")])
@@ -315,6 +317,36 @@ def test_5xx_then_success_is_retried():
         assert len(calls) == 3 and time.monotonic() - t0 >= 0.03  # slept 0.01 + 0.02
     with pytest.raises(ControllerUnavailable):
         Controller(f"http://127.0.0.1:{free_port()}", retries=0).request("GET", "/health")
+
+
+def test_a_create_retried_after_a_lost_reply_finds_its_coflow():
+    """The first POST is stored but its reply lost (500); the retry is refused "id
+    already exists" (400 on id): open() succeeds, one coflow.  Without a retry the
+    same refusal is raised (the id belongs to someone else)."""
+    import json
+    made = []
+
+    def app(environ, start_response):
+        n = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(n) if n else b""
+        if environ["REQUEST_METHOD"] == "GET":
+            status, body = ("200 OK", {"id": made[0]}) if made else ("404 Not Found", {})
+        elif not made:
+            made.append(json.loads(raw)["id"])
+            status, body = "500 Internal Server Error", {}
+        else:
+            status, body = "400 Bad Request", {"error": "id: coflow exists", "field": "id"}
+        data = json.dumps(body).encode()
+        start_response(status, [("Content-Length", str(len(data)))])
+        return [data]
+
+    with InProcessServer(app) as srv:
+        ctl = Controller(srv.url, retries=2, backoff=0.01)
+        cf = ctl.coflow()
+        assert cf.open() == [] and cf.registered and made == [cf.id]
+        with pytest.raises(BadRequest) as err:
+            ctl.coflow(id=cf.id).open()  # first attempt refused: not ours
+        assert err.value.field == "id"
 
 
 def test_after_the_controller_comes_back_new_coflows_register(caplog):

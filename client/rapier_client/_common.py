@@ -6,6 +6,7 @@ No I/O here except reading a socket's addresses.
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
 import json
 import logging
@@ -115,6 +116,18 @@ def interpret(status: int, data: bytes, method: str, path: str):
 
 class _Retryable(RapierClientError):
     """A 5xx answer (internal): retried like a connection error."""
+
+
+#: Attempts the last request of this thread or task took (1: no retry).
+ATTEMPTS: "contextvars.ContextVar[int]" = contextvars.ContextVar("rapier_client_attempts",
+                                                                 default=0)
+
+
+def taken_by_us(err) -> bool:
+    """True when ``err`` refuses a create because the id exists (400 on ``id`` or 409)
+    and the create was retried: the first attempt's reply was lost, not the coflow."""
+    return ATTEMPTS.get() > 1 and (err.status == 409 or (err.status == 400
+                                                         and err.field == "id"))
 
 
 #: Exceptions of one attempt that are retried (then reported unavailable).

@@ -14,7 +14,7 @@ import weakref
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _common as c
-from .errors import Conflict, ControllerUnavailable, RequestRefused
+from .errors import ControllerUnavailable, RequestRefused
 
 __all__ = ["AsyncController", "AsyncCoflow"]
 
@@ -121,6 +121,7 @@ class AsyncController:
             left = c.remaining(deadline)
             if left <= 0:
                 break
+            c.ATTEMPTS.set(attempt + 1)
             try:
                 status, data = await asyncio.wait_for(
                     self._once(method, path, payload), min(self.policy.timeout, left))
@@ -194,9 +195,9 @@ class AsyncCoflow:
             body = c.coflow_body(self.id, self.name, self.weight, specs)
             try:
                 reply = await self.ctl._call("POST", "/coflows", body)
-            except Conflict:
-                if not await self._exists():  # a retry after a lost 201 finds it
-                    raise
+            except RequestRefused as err:
+                if not (c.taken_by_us(err) and await self._exists()):
+                    raise  # (a retried create whose first reply was lost finds it)
                 reply = {"id": self.id}
             if reply is None:
                 self.ctl.policy.unshaped += len(specs)

@@ -58,8 +58,8 @@ class NotFound(RequestRefused, LookupError):
 
 
 class Conflict(RequestRefused):
-    """409: the coflow is closed or finished, the id is taken, or a flow's match
-    overlaps a live flow's.
+    """409: the coflow is closed or finished, or a flow's match overlaps a live
+    flow's.
 
     Attributes:
         flows: the flows the controller named, as ``"<coflow>/<index>"`` strings, in

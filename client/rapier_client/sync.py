@@ -10,7 +10,7 @@ import weakref
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from . import _common as c
-from .errors import Conflict, ControllerUnavailable, RequestRefused
+from .errors import ControllerUnavailable, RequestRefused
 
 __all__ = ["Controller", "Coflow"]
 
@@ -138,6 +138,7 @@ class Controller:
             left = c.remaining(deadline)
             if left <= 0:
                 break
+            c.ATTEMPTS.set(attempt + 1)
             try:
                 status, data = self._once(method, path, payload,
                                           min(self.policy.timeout, left))
@@ -230,7 +231,7 @@ class Coflow:
         ``flows`` (FLOW dicts as for :func:`add_flows`).  Idempotent.
 
         Raises:
-            RequestRefused: bad input (e.g. ``weight``), the id taken (409).
+            RequestRefused: bad input (e.g. ``weight``), the id taken (400 on ``id``).
         """
         specs = list(flows)
         with self._lock:
@@ -239,9 +240,9 @@ class Coflow:
             path_body = c.coflow_body(self.id, self.name, self.weight, specs)
             try:
                 reply = self.ctl._call("POST", "/coflows", path_body)
-            except Conflict:
-                if not self._exists():  # a retry after a lost 201 finds it
-                    raise
+            except RequestRefused as err:
+                if not (c.taken_by_us(err) and self._exists()):
+                    raise  # (a retried create whose first reply was lost finds it)
                 reply = {"id": self.id}
             if reply is None:
                 self.ctl.policy.unshaped += len(specs)
