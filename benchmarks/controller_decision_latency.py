@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
 import random
 import statistics
@@ -319,4 +320,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    os._exit(rc)  # the worker thread may be inside the solver: do not wait for it

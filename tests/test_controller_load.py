@@ -130,8 +130,12 @@ def test_budget_cuts_algorithm_1_and_follow_ups_place_the_rest_at_once():
                         {"flows": [flow(s, d, (i + 1) * 10 * MB, 7000 + i)]})
         ids.append(body["id"])
     assert app.worker.run_once(block=False) == ids  # the follow-ups come at once
-    # each decision cut in a row places one coflow more than the one before
-    assert [len(order) for order, *_ in cuts] == [1, 2, 3, 4, 5, 6]
+    # each decision carries the cut pass on: it plans or places at least one coflow
+    # more, the placed ones stay placed, until the pass is complete
+    placed = [len(order) for order, *_ in cuts]
+    assert placed == sorted(placed) and placed[-1] == len(ids) and len(cuts) > 1
+    for (order, *_), (nxt, *_) in zip(cuts, cuts[1:]):
+        assert nxt[:len(order)] == order
     for order, deferred, paths, states in cuts[:-1]:
         assert sorted(order + deferred) == sorted(ids)
         # the coflows left out keep ECMP paths (not default forwarding) and stay queued
@@ -142,12 +146,13 @@ def test_budget_cuts_algorithm_1_and_follow_ups_place_the_rest_at_once():
         c = call(app, "GET", f"/rapier/v1/coflows/{cid}")[1]
         assert c["decision"] == "scheduled" and c["fallback"] is None
         assert c["flows"][0]["path"] is not None
-    assert not app.core.wants_decision() and app.core._min_placed == 0
+    assert not app.core.wants_decision()
 
 
 def test_rapier_deadline_hook():
-    """Algorithm 1 stops placing coflows after the deadline (at least min_placed,
-    at least one); without a deadline the pass is the same as before."""
+    """Algorithm 1 stops once the deadline has passed and the next call with a
+    deadline carries the pass on, to the picks of an uncut pass; without a deadline
+    the pass is the same as before."""
     topo = build_topology("fattree:4", 1e9)
     policy = InfoPolicy(True)
     hosts = topo.hosts
@@ -161,10 +166,17 @@ def test_rapier_deadline_hook():
     assert "deferred" not in full.info and len(full.order) == 5
     s = build_scheduler("rapier", topo)
     s.deadline = 0.0  # long past
-    cut = s.schedule(0.0, coflows())
-    assert cut.order == full.order[:1]
-    assert sorted(cut.info["deferred"]) == sorted(full.order[1:])
+    cfs = coflows()
+    cut = s.schedule(0.0, cfs)
     assert not cut.fallback and len(cut.allocations) == 10  # every flow has a path
-    s2 = build_scheduler("rapier", topo)
-    s2.deadline, s2.min_placed = 0.0, 3
-    assert s2.schedule(0.0, coflows()).order == full.order[:3]
+    assert len(cut.order) <= 1 and sorted(cut.order + cut.info["deferred"]) == sorted(full.order)
+    calls = 1
+    while "deferred" in cut.info:
+        cut = s.schedule(0.0, cfs)
+        calls += 1
+        assert calls <= 20  # each call plans or places one coflow at least
+    assert cut.order == full.order and calls > 2
+    assert {f: a.path for f, a in cut.allocations.items()} == \
+        {f: a.path for f, a in full.allocations.items()}
+    s.deadline = None  # no deadline: a new pass, as before
+    assert s.schedule(0.0, coflows()).order == full.order

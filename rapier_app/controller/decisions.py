@@ -23,13 +23,12 @@ decision ran are left out of its rules; coflows that arrived meanwhile keep what
 they had (queued, or a background coflow's counting rules) until the next one.
 
 The budget (``decision_budget_s``) bounds the decision itself: the scheduler's
-``deadline`` hook (RAPIER: Algorithm 1 stops placing coflows once it has passed,
+``deadline`` hook (RAPIER: Algorithm 1 stops once it has passed,
 :attr:`~rapier_app.scheduling.rapier.scheduler.Rapier.deadline`).  The coflows a
-decision did not reach (``Schedule.info["deferred"]``) get their ECMP paths and
+decision did not place (``Schedule.info["deferred"]``) get their ECMP paths and
 Algorithm 3's leftover bandwidth, stay ``queued`` and a follow-up decision is due at
-once; each decision cut in a row places at least one coflow more than the one before
-(the scheduler's ``min_placed``, back to 0 after a decision that placed everything),
-so that a full pass is reached even when none fits the budget.  A decision that takes longer than the
+once; it carries the cut pass on where it stopped (coflows that arrived meanwhile
+join it), so a pass longer than the budget is spread over several decisions.  A decision that takes longer than the
 budget anyway (a scheduler without the hook) is applied and counted
 (``budget_exceeded``): no coflow goes to default forwarding for want of a decision.
 """
@@ -88,8 +87,6 @@ class DecisionMixin:
     #: called when a decision becomes due (the shell wakes its worker); optional
     on_decision_due: Optional[Callable[[], None]] = None
     _job: Optional[DecisionJob] = None
-    #: coflows the next decision places before its budget is looked at
-    _min_placed = 0
 
     @property
     def deciding(self) -> bool:
@@ -188,7 +185,6 @@ class DecisionMixin:
             target = self._budget_target()
             if target is not None:
                 target.deadline = job.started + job.budget_s
-                target.min_placed = self._min_placed
             try:
                 sched = self.scheduler.schedule(job.now, job.planned)
             except Exception as exc:  # noqa: BLE001 -- any solver failure falls back
@@ -196,7 +192,7 @@ class DecisionMixin:
                 sched = Schedule(fallback={c.coflow_id: job.error for c in job.planned})
             finally:
                 if target is not None:
-                    target.deadline, target.min_placed = None, 0
+                    target.deadline = None
         else:
             sched = Schedule()
         job.solve_s = (wall_clock() - t0) if wall_clock else 0.0
@@ -220,11 +216,8 @@ class DecisionMixin:
             self._log("warning", "decision took %.3f s (decision_budget_s %g s)%s",
                       job.solve_s, budget, "" if deferred else "; applied")
         if deferred:
-            self._min_placed = len(sched.order) + 1
             self._log("info", "decision cut by its budget (%.3f s) after %d coflows: %d "
                       "placed next", job.budget_s, len(sched.order), len(deferred))
-        else:
-            self._min_placed = 0
         still = [c for c in job.active if self.state.get(c.coflow_id) == ACTIVE]
         for c in still:
             cid = c.coflow_id

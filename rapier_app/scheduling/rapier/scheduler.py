@@ -218,17 +218,18 @@ class Rapier(Scheduler):
     #: behind it on the Facebook hour on fattree:10 (docs/schedulers.md)
     default_lp = "exact"
     #: the decision budget's hook: a ``time.perf_counter()`` time after which
-    #: Algorithm 1 stops placing coflows (checked after each pick, so a pass places
-    #: at least one); the coflows it did not reach are listed in
-    #: ``Schedule.info["deferred"]`` and served like fallback coflows (ECMP paths,
-    #: Algorithm 3's leftover).  None (default): no limit, the pass is unchanged.
-    #: Set by the controller around each decision (``decision_budget_s``).
+    #: Algorithm 1 stops (checked after each LP plan and each pick); the coflows it
+    #: did not place are listed in ``Schedule.info["deferred"]`` and served like
+    #: fallback coflows (ECMP paths, Algorithm 3's leftover), and the next call with
+    #: a deadline carries the cut pass on where it stopped (its reservations, picks
+    #: and plans; new coflows join the pending ones, ended ones leave), unless a
+    #: coflow's flows changed meanwhile (then a new pass).  Every call plans or
+    #: places at least one coflow, so the pass ends.  None (default): no limit, the
+    #: pass is unchanged.  Set by the controller around each decision
+    #: (``decision_budget_s``).
     deadline: Optional[float] = None
-    #: coflows Algorithm 1 places before it looks at :attr:`deadline` (the
-    #: controller raises it after a cut decision, so that follow-ups progress)
-    min_placed: int = 0
-    #: the last full pass was cut by :attr:`deadline`
-    _cut = False
+    #: the state of a pass cut by :attr:`deadline` (None: the next pass is new)
+    _resume: Optional[dict] = None
 
     clairvoyant = True
     #: Section IV-C: Algorithm 1 "is invoked whenever a new coflow comes or an
@@ -483,7 +484,7 @@ class Rapier(Scheduler):
             self._last_served[cid] = now
         active = [c for c in coflows if c.active_flows()]
         if self.incremental and self._wc is not None and self._wc.matches(active) \
-                and now < self._guard_at and not self._cut:
+                and now < self._guard_at and self._resume is None:
             self.stats["wc_passes"] += 1
             out = self._wc.flow_event()
             if self._unserved_spans:
@@ -519,6 +520,11 @@ class Rapier(Scheduler):
         fixed = self.coflow_order(now, active)
         if fixed is not None:
             pending = list(fixed)
+        resumed = self._resumed(active) if self.deadline is not None else None
+        self._resume = None
+        if resumed is not None:  # carry on the pass the deadline cut
+            pending, residual, reserved, plans, fallback, rates_c, paths_c, order, seen = \
+                resumed
         while pending:
             if fixed is not None:
                 # a fixed priority order (subclasses): plan the next coflow behind
@@ -530,7 +536,7 @@ class Rapier(Scheduler):
                 plans[best.coflow_id] = plan
                 self._commit(best, plan, pending, order, paths_c, rates_c, residual,
                              reserved)
-                if self._out_of_time(pending, order):
+                if self._out_of_time(pending):
                     break
                 continue
             guard = wait(pending[0]) > self.delta_s  # Alg. 1 lines 7-10
@@ -546,6 +552,7 @@ class Rapier(Scheduler):
                 k = (plan.t_s, pos)
                 if best_key is None or k < best_key:
                     best, best_key = c, k
+            cut = False
             if stale:
                 items = []
                 for pos, c in stale:
@@ -575,18 +582,32 @@ class Rapier(Scheduler):
                     k = (plan.t_s, pos)
                     if best_key is None or k < best_key:
                         best, best_key = c, k
+                    cut = self._out_of_time(pending)
+                    if cut:  # out of time within the round: no pick (resumed later)
+                        break
+            if cut:
+                break
             if best is None:
                 if guard and pending and pending[0].coflow_id in fallback:
                     continue  # the guarded coflow fell back; pick again
                 break
             self._commit(best, plans[best.coflow_id], pending, order, paths_c, rates_c,
                          residual, reserved)
-            if self._out_of_time(pending, order):
+            if self._out_of_time(pending):
                 break
         # Coflows the budget left out (pending after a break above): like fallback
         # coflows below, but not reported as fallback.
         deferred = [c.coflow_id for c in pending if c.coflow_id not in fallback] \
             if self.deadline is not None else []
+        if deferred:
+            self._resume = {
+                "pending": list(pending), "residual": residual.copy(),
+                "reserved": None if reserved is None else reserved.copy(),
+                "plans": dict(plans), "fallback": dict(fallback),
+                "rates_c": {k: v.copy() for k, v in rates_c.items()},
+                "paths_c": {k: list(v) for k, v in paths_c.items()}, "order": list(order),
+                "seen": dict(seen), "fids": {c.coflow_id: self._coflow_arrays(c).fids
+                                             for c in active if c.coflow_id in plans}}
         for cid in deferred:
             plans.pop(cid, None)
         # Fallback coflows: ECMP routes, served only by work conservation.
@@ -622,7 +643,6 @@ class Rapier(Scheduler):
         info = {"t_min_s": {cid: p.t_s for cid, p in plans.items()}}
         if deferred:
             info["deferred"] = deferred
-        self._cut = bool(deferred)  # the next call is a full pass (not Algorithm 3 alone)
         sched = Schedule.from_vectors(flows_out, paths_out, rates_all, order=order,
                                       fallback=fallback, info=info)
         if self.incremental:
@@ -682,11 +702,31 @@ class Rapier(Scheduler):
         ``wc_order``."""
         return None
 
-    def _out_of_time(self, pending: list, order: list) -> bool:
-        """True when coflows are still pending, :attr:`min_placed` are placed and
-        :attr:`deadline` has passed."""
+    def _out_of_time(self, pending: list) -> bool:
+        """True when coflows are still pending and :attr:`deadline` has passed."""
         return bool(pending) and self.deadline is not None and \
-            len(order) >= self.min_placed and time.perf_counter() >= self.deadline
+            time.perf_counter() >= self.deadline
+
+    def _resumed(self, active: Sequence[CoflowState]) -> Optional[tuple]:
+        """The state of the pass the deadline cut (:attr:`_resume`), brought to
+        ``active``: (pending, R, B, plans, fallback, rates, paths, order, seen), or
+        None for a new pass (none was cut, or a planned coflow's flows changed)."""
+        st = self._resume
+        if st is None:
+            return None
+        live = {c.coflow_id: c for c in active}
+        for cid, fids in st["fids"].items():
+            if cid in live and self._coflow_arrays(live[cid]).fids != fids:
+                return None
+        known = set(st["order"]) | set(st["fallback"]) | {c.coflow_id for c in st["pending"]}
+        pending = [live[c.coflow_id] for c in st["pending"] if c.coflow_id in live] + \
+            [c for c in active if c.coflow_id not in known]
+        order = [cid for cid in st["order"] if cid in live]
+        return (pending, st["residual"], st["reserved"],
+                {k: v for k, v in st["plans"].items() if k in live},
+                {k: v for k, v in st["fallback"].items() if k in live},
+                {k: st["rates_c"][k] for k in order}, {k: st["paths_c"][k] for k in order},
+                order, {k: v for k, v in st["seen"].items() if k in live})
 
     def _commit(self, best: CoflowState, plan: CoflowPlan, pending: list, order: list,
                 paths_c: dict, rates_c: dict, residual: np.ndarray,
