@@ -147,6 +147,18 @@ def test_budget_cuts_algorithm_1_and_follow_ups_place_the_rest_at_once():
         assert c["decision"] == "scheduled" and c["fallback"] is None
         assert c["flows"][0]["path"] is not None
     assert not app.core.wants_decision()
+    # a cut decision leaves the coflows placed before on their paths and rates
+    before = {f.flow_id: (f.path, f.rate_bps) for cid in ids
+              for f in app.core.coflows[cid].flows}
+    call(app, "POST", "/rapier/v1/coflows", {"id": "late", "flows": [flow("h8", "h3")]})
+    assert app._decide_batch(["late"]) is True  # cut: a follow-up is due
+    assert "late" in cuts[-1][1] and app.core.decision["late"] == "queued"
+    assert app.core.coflows["late"].flows[0].path is not None  # ECMP, not default
+    assert {f.flow_id: (f.path, f.rate_bps) for cid in ids
+            for f in app.core.coflows[cid].flows} == before
+    assert all(app.core.decision[cid] == "scheduled" for cid in ids)
+    app.worker.run_once(block=False)
+    assert app.core.decision["late"] == "scheduled" and not app.core.wants_decision()
 
 
 def test_rapier_deadline_hook():

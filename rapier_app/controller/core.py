@@ -62,7 +62,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from topologies import Topology, TopologyError, build_topology
 
-from ..core.model import CoflowState, FlowState, InfoPolicy, Schedule
+from ..core.model import Allocation, CoflowState, FlowState, InfoPolicy, Schedule
 from .arp import build_arp_reply, parse_arp_request
 from .coexist import BACKGROUND, CoexistMixin
 from .decisions import DecisionMixin
@@ -301,14 +301,16 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
         self._rule_cache[fid] = (key, rules)
         return key, rules
 
-    def _apply(self, sched: Schedule, active: Sequence[CoflowState], keep=()) -> Actions:
+    def _apply(self, sched: Schedule, active: Sequence[CoflowState], keep=(),
+               hold=()) -> Actions:
         """Turn ``sched`` into rule changes and agent pushes for the flows of
         ``active``, changing :attr:`desired` in place: a flow whose path (or
         counting rule) is unchanged costs a look-up, not a rule build, and only the
         flows that moved, arrived or left give rule changes (adds and modifies
         first, in flow order, then deletes: the new path is ready before the old
         one goes), as :func:`~.rules.diff_rules` of the old and new tables.  Rules
-        of flows neither in ``active`` nor in ``keep`` (flow ids) are deleted."""
+        of flows neither in ``active`` nor in ``keep`` (flow ids) are deleted; the
+        flows of the coflows in ``hold`` (ids) keep their path and rate."""
         acts = Actions()
         desired = self._desired
         limits: Dict[str, List[Dict[str, Any]]] = {}
@@ -320,7 +322,8 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
             for f in c.active_flows():
                 fid = f.flow_id
                 seen.add(fid)
-                a = sched.allocations.get(fid)
+                a = Allocation(f.path, f.rate_bps) \
+                    if c.coflow_id in hold and f.path else sched.allocations.get(fid)
                 path = tuple(a.path) if a is not None else None
                 if fb or path is None or not self._valid_path(f, path):
                     if path is not None and not fb and not self._valid_path(f, path):

@@ -26,7 +26,8 @@ The budget (``decision_budget_s``) bounds the decision itself: the scheduler's
 ``deadline`` hook (RAPIER: Algorithm 1 stops once it has passed,
 :attr:`~rapier_app.scheduling.rapier.scheduler.Rapier.deadline`).  The coflows a
 decision did not place (``Schedule.info["deferred"]``) get their ECMP paths and
-Algorithm 3's leftover bandwidth, stay ``queued`` and a follow-up decision is due at
+Algorithm 3's leftover bandwidth and stay ``queued`` (those placed by an earlier
+decision keep their paths and rates instead), and a follow-up decision is due at
 once; it carries the cut pass on where it stopped (coflows that arrived meanwhile
 join it), so a pass longer than the budget is spread over several decisions.  A decision that takes longer than the
 budget anyway (a scheduler without the hook) is applied and counted
@@ -219,11 +220,14 @@ class DecisionMixin:
             self._log("info", "decision cut by its budget (%.3f s) after %d coflows: %d "
                       "placed next", job.budget_s, len(sched.order), len(deferred))
         still = [c for c in job.active if self.state.get(c.coflow_id) == ACTIVE]
+        # coflows placed before that this decision did not reach keep their placement
+        hold = {cid for cid in deferred if self.decision.get(cid) == SCHEDULED}
         for c in still:
             cid = c.coflow_id
             was = self.decision.get(cid)
             self.decision[cid] = BACKGROUND if self.is_background(c) else \
-                FALLBACK if cid in sched.fallback else QUEUED if cid in deferred else SCHEDULED
+                FALLBACK if cid in sched.fallback else SCHEDULED if cid in hold else \
+                QUEUED if cid in deferred else SCHEDULED
             if self.decision[cid] == BACKGROUND and was != BACKGROUND:
                 self.metrics.fallback.labels("background").inc()
         for cid, reason in sched.fallback.items():
@@ -238,7 +242,7 @@ class DecisionMixin:
         # flows of coflows that arrived while the decision ran keep their rules
         keep = {f.flow_id for c in self.active() if c.coflow_id not in job.ids
                 for f in c.flows}
-        acts = self._apply(sched, still, keep)
+        acts = self._apply(sched, still, keep, hold)
         if deferred and not self.worker_decides:
             self.decision_due = True
         elif deferred:
