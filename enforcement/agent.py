@@ -65,11 +65,10 @@ from urllib.parse import unquote
 from rapier_app.httpjson import TOKEN_RE, RequestError, require_bearer, short
 
 from . import tc
+from .listen import DEFAULT_LISTEN, parse_listen
 from .tc import Command, TcError, TcState
 
 LOG = logging.getLogger("rapier-agent")
-#: Where the agent listens unless ``--listen`` says otherwise (a Unix socket, 0600).
-DEFAULT_LISTEN = "unix:/run/rapier-agent/agent.sock"
 #: Largest request body accepted, bytes (``--max-body-bytes``).
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Most flows in one ``PUT /v1/flows`` (``--max-flows``); the hard limit is
@@ -519,27 +518,6 @@ class _UnixServer(_PooledServer, socketserver.UnixStreamServer):
         self.server_name, self.server_port = "unix", 0
 
 
-def parse_listen(text: str) -> Tuple[str, object]:
-    """Parse ``--listen``: ``HOST:PORT`` -> ("tcp", (host, port)); ``unix:PATH`` -> ("unix", path).
-
-    Raises:
-        ValueError: malformed address or port outside 0..65535 (message names ``listen``).
-    """
-    if text.startswith("unix:"):
-        path = text[5:]
-        if not path:
-            raise ValueError("listen: unix: needs a socket path")
-        return "unix", path
-    host, sep, port = text.rpartition(":")
-    if not sep or not host:
-        raise ValueError(f"listen: expected HOST:PORT or unix:PATH, got {text!r}")
-    try:
-        p = int(port)
-    except ValueError:
-        raise ValueError(f"listen: port is not an integer: {port!r}") from None
-    if not 0 <= p <= 65535:
-        raise ValueError(f"listen: port must be in 0..65535, got {p}")
-    return "tcp", (host.strip("[]"), p)
 
 
 def make_server(listen: str, enforcer: Enforcer, token: str = "",

@@ -415,7 +415,7 @@ def check_agent_socket(listen: Optional[str] = None,
     ``unix:/run/rapier-agent/agent.sock``): a Unix socket of mode 0600 (only its owner,
     the controller's user, may set rates) with an agent answering ``GET /v1/health``;
     on TCP, an agent answering there."""
-    from enforcement.agent import DEFAULT_LISTEN, parse_listen
+    from enforcement.listen import DEFAULT_LISTEN, parse_listen
 
     listen = listen or DEFAULT_LISTEN
     try:

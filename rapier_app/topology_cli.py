@@ -26,22 +26,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from typing import Optional, Sequence
 
-from topologies import Topology, TopologyError, build_topology, dump_topology
+from topologies import TopologyError, build_topology, dump_topology
+from topologies.base import describe
 
 from .cli_common import add_common_arguments
 
 
-def describe(topo: Topology) -> str:
-    """One line about ``topo``: counts, link speeds (Mbit/s x full-duplex links) and
-    path slack."""
-    g = topo.graph
-    speeds = Counter(d["capacity_bps"] for u, v, d in g.edges(data=True) if u < v)
-    sp = ", ".join(f"{c} x {bps / 1e6:g} Mbit/s" for bps, c in sorted(speeds.items()))
-    return (f"{topo.name}: {len(topo.switches)} switches, {len(topo.hosts)} hosts, "
-            f"{g.number_of_edges() // 2} links ({sp}); path slack {topo.path_slack}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ controller reads ports and dpids, Mininet builds the same links.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import networkx as nx
@@ -324,3 +325,13 @@ class Topology:
     def __repr__(self) -> str:
         return (f"Topology({self.name!r}, hosts={len(self.hosts)}, "
                 f"switches={len(self.switches)}, links={self.graph.number_of_edges()})")
+
+
+def describe(topo: Topology) -> str:
+    """One line about ``topo``: counts, link speeds (Mbit/s x full-duplex links) and
+    path slack."""
+    g = topo.graph
+    speeds = Counter(d["capacity_bps"] for u, v, d in g.edges(data=True) if u < v)
+    sp = ", ".join(f"{c} x {bps / 1e6:g} Mbit/s" for bps, c in sorted(speeds.items()))
+    return (f"{topo.name}: {len(topo.switches)} switches, {len(topo.hosts)} hosts, "
+            f"{g.number_of_edges() // 2} links ({sp}); path slack {topo.path_slack}")

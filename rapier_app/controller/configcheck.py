@@ -470,7 +470,7 @@ def check_config(files: Sequence[str], observe_links: bool = False) -> CheckResu
 
 def _summary(settings: Settings, topo, addrs, conf) -> str:
     """The one-line description of a good configuration."""
-    from ..topology_cli import describe
+    from topologies.base import describe
 
     if settings.topology.strip().lower() == "discover":
         fabric = "topology discover (built as switches connect)"
