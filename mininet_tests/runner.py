@@ -25,7 +25,10 @@ stdout pipe, which the run waits on (``select``), and the run reports the flow t
 controller at once (``POST /coflows/<id>/flows/<n>/done``; hosts live in their own
 network namespaces and cannot reach the controller's loopback REST address
 themselves), so the controller hands the bandwidth on without waiting for its next
-flow-statistics poll (``report_done=False`` restores the polling-only behaviour).  Leaving the context stops, by PID,
+flow-statistics poll (``report_done=False`` restores the polling-only behaviour).  A
+report the controller does not get (it is down or restarting) is queued and sent
+again every :data:`REPORT_RETRY_S` until it answers, also after the last byte of the
+run.  Leaving the context stops, by PID,
 every process it started (senders, receivers, agents, ryu-manager), stops the
 network and, if it started Open vSwitch, its two daemons: also when something failed.
 
@@ -74,6 +77,8 @@ GSO_MAX_SEGS = 1
 REST_PREFIX = "/rapier/v1"
 #: Period (s) at which a run polls the controller's schedule for its timeline.
 SCHEDULE_POLL_S = 0.1
+#: Seconds between attempts to send a flow-done report the controller did not get.
+REPORT_RETRY_S = 0.25
 
 
 class EmulationError(RapierError, RuntimeError):
@@ -869,8 +874,9 @@ class Emulation:
 
         Returns:
             The controller's ``finished`` (False: it had already closed the flow from
-            its flow statistics), or None when the report failed (logged; the
-            controller's polling still completes the flow).
+            its flow statistics, or refused the report with a 4xx, logged), or None
+            when the controller could not be reached or answered 5xx (logged; the
+            caller queues the report and sends it again, :data:`REPORT_RETRY_S`).
         """
         try:
             st, obj = client.request(
@@ -881,7 +887,7 @@ class Emulation:
             return None
         if st != 200:
             LOG.warning("report of %s/%d: %s %s", coflow_id, index, st, obj)
-            return None
+            return None if st >= 500 else False
         return bool(obj.get("finished"))
 
     def warm_up(self) -> float:
@@ -975,8 +981,18 @@ class Emulation:
         deadline = t0 + timeout_s
         pending = dict(procs)
         reported: Dict[str, float] = {}
+        unreported: Dict[str, float] = {}  # flow id -> next attempt (controller away)
         timeline: List[dict] = []
         next_poll = 0.0
+
+        def report(fid: str) -> None:
+            # a report the controller did not get (down, restarting) is queued and
+            # sent again until it answers: a restarted controller learns it then
+            if self.report_done(*index[fid]) is None:
+                unreported[fid] = time.time() + REPORT_RETRY_S
+            else:
+                unreported.pop(fid, None)
+                reported[fid] = time.time() - t0
 
         def receiver_line(fid: str, fileobj) -> None:
             # a receiver's one line: "done <bytes> <t>" -> report the flow finished
@@ -984,11 +1000,20 @@ class Emulation:
             sel.unregister(fileobj)
             if (report_done and self.start_controller and len(line) == 3
                     and line[0] == "done" and int(line[1]) == procs[fid][3]):
-                self.report_done(*index[fid])
-                reported[fid] = time.time() - t0
+                report(fid)
 
         try:
-            while pending:
+            while pending or unreported:
+                if not pending:  # every byte in: send the queued reports, then stop
+                    if time.time() > deadline:
+                        LOG.warning("reports never accepted: %s", sorted(unreported))
+                        break
+                    time.sleep(min(REPORT_RETRY_S, max(min(unreported.values())
+                                                       - time.time(), 0.0)))
+                for fid in [f for f, t in unreported.items() if t <= time.time()]:
+                    report(fid)
+                if not pending:
+                    continue
                 now = time.time()
                 while arrivals and t0 + arrivals[0].arrival_s <= now:
                     c = arrivals.pop(0)
@@ -1012,7 +1037,7 @@ class Emulation:
                                              f"{rp.stderr.read().decode(errors='replace')[-500:]}")
                     del pending[fid]
                 if not pending:
-                    break
+                    continue
                 if time.time() > deadline:
                     raise EmulationError(f"flows {sorted(pending)}: not finished within "
                                          f"{timeout_s} s (see {tdir})")

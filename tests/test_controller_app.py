@@ -166,7 +166,12 @@ def test_topology_and_health(app):
 # ---------------------------------------------------------------------------
 def test_switch_connect_clears_then_installs_defaults(app):
     dps = connect_all(app)
-    sent = dps["l1"].sent
+    # First its counters (a restarted controller's flows may have finished meanwhile:
+    # their rules' counters tell, tests/test_controller_restart_recovery.py), then
+    # the clear.
+    stats_req, *sent = dps["l1"].sent
+    assert isinstance(stats_req, ofproto_v1_3_parser.OFPFlowStatsRequest)
+    assert (stats_req.cookie, stats_req.cookie_mask) == (COOKIE_TAG, COOKIE_TAG_MASK)
     assert isinstance(sent[0], ofproto_v1_3_parser.OFPFlowMod)
     assert sent[0].command == ofproto_v1_3.OFPFC_DELETE and sent[0].table_id == ofproto_v1_3.OFPTT_ALL
     # Only our rules go (Ryu's LLDP rule for --observe-links has cookie 0).

@@ -51,7 +51,7 @@ def test_events_build_the_fabric_and_arp_goes_to_edge_ports_only(app):
     dps = {d: FakeDatapath(d, [1, 2, 3]) for d in (1, 2, 3)}
     for dp in dps.values():
         app.switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
-        assert len(dp.sent) == 3  # cleared; no rule yet: not in the graph
+        assert len(dp.sent) == 4  # counters read, cleared; no rule yet: not in the graph
         app.switch_enter(SimpleNamespace(switch=SimpleNamespace(dp=dp, ports=[])))
     for a, pa, b, pb in [(1, 1, 2, 2), (2, 1, 3, 2), (3, 1, 1, 2)]:
         app.link_add(_link(a, pa, b, pb))

@@ -363,7 +363,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
     # -- OpenFlow events ---------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def switch_features(self, ev):
-        """A switch connected: clear it, install defaults and its coflow rules."""
+        """A switch connected: read its old counters, clear it, install defaults and
+        its coflow rules (earlier messages were for the old connection)."""
         dp = ev.msg.datapath
         if not self.core.is_known_dpid(dp.id) and not self.core.discover_mode:
             LOG.error("topology mismatch: switch dpid=%#x is not in topology %s; it gets "
@@ -373,8 +374,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
             return
         with self._lock:
             self.datapaths[dp.id] = dp
-            rules = self.core.switch_connected(dp.id)
-            box = self._outbox[dp.id] = deque()  # earlier messages were for the old link
+            rules = self.core.switch_connected(dp.id, counters_first=True)
+            box = self._outbox[dp.id] = deque([(None, ofmsgs.flow_stats_request(dp))])
             for msg in ofmsgs.clear_switch(dp):
                 box.append((None, msg))
             box.extend((item, None) for item in rules)

@@ -58,7 +58,7 @@ defines it):
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from topologies import Topology, TopologyError, build_topology
 
@@ -187,6 +187,8 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
         self.reconcile_counts: Dict[str, int] = {"rounds": 0, "skipped": 0, "missing": 0,
                                                  "wrong": 0, "stale": 0}
         self.tracks: Dict[str, FlowTrack] = {}
+        #: dpids whose next flow-stats reply holds pre-clear counters (:mod:`.progress`)
+        self.reconnect_due: Set[int] = set()
         self.flow_by_cookie: Dict[int, FlowState] = {}
         self._desired = DesiredRules()
         #: flow id -> (path or ("count", first dpid), its rules) of the last decision
@@ -398,10 +400,14 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
                     out[(dpid, r.flow_id)] = r
         return out
 
-    def switch_connected(self, dpid: int) -> List[Any]:
+    def switch_connected(self, dpid: int, counters_first: bool = False) -> List[Any]:
         """Switch ``dpid`` (re)connected: nothing on it is confirmed any more; returns
-        :meth:`switch_rules`, what it must be given (after clearing it)."""
+        :meth:`switch_rules`, what it must be given (after clearing it).
+        ``counters_first``: the shell asked for its flow statistics before clearing
+        it (:meth:`~.progress.ProgressMixin.expect_reconnect_counters`)."""
         self.ledger.reset(dpid)
+        if counters_first:
+            self.expect_reconnect_counters(dpid)
         return self.switch_rules(dpid)
 
     def switch_want(self, dpid: int) -> List[FlowRule]:
@@ -452,6 +458,7 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
     def switch_lost(self, dpid: int) -> None:
         """Switch ``dpid`` disconnected: its table is unknown until it reconnects."""
         self.ledger.lost(dpid)
+        self.reconnect_due.discard(dpid)
 
     def rules_sent(self, dpid: int, barrier_xid: int, items) -> None:
         """The shell sent ``items`` ((xid, rule) in order) to ``dpid`` followed by

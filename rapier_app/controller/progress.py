@@ -28,11 +28,19 @@ setting ``stats_completion = false`` the reports are the only completion signal
 bottleneck queue, and retransmissions twice, so they can close a flow early).
 
 After a controller restart (issue 14) a flow reloaded from the database starts from
-its stored ``bytes_sent`` (written every ``store_progress_interval_s``), but its
-switches' counters restart from zero when its rules are re-added and the bytes sent
-while the controller was down are unknown; such a flow is done by the same
-size rule, or by a relaxed idle rule (:meth:`ProgressMixin._restored_idle`).  A
-flow's first counted bytes are written at once, so that a restart knows it started.
+its stored ``bytes_sent`` (written every ``store_progress_interval_s``).  Its
+first-hop switch still holds the rule the crashed controller installed, whose
+counters went on counting while the controller was down: when a switch connects,
+the Ryu shell asks for its flow statistics *before* it clears the switch
+(:meth:`ProgressMixin.expect_reconnect_counters`), and that first reply is read as
+the old rules' counters (:meth:`ProgressMixin._reconnect_counters`): a reloaded flow
+whose old rule counted ``size_bytes - finish_slack_bytes`` payload bytes finished
+while the controller was down and is done at once (at its reload time), so the
+flows queued behind it are released by the decision that follows; otherwise it
+carries on from the larger of its stored bytes and the old counters (the re-added
+rule counts from zero).  A flow the old counters do not settle is done by the size
+rule, or by a relaxed idle rule (:meth:`ProgressMixin._restored_idle`).  A flow's
+first counted bytes are written at once, so that a restart knows it started.
 
 Flows of unknown size (registered without ``size_bytes``, :mod:`.openflows`) are
 never done by reaching a size: their payload estimate feeds their size estimate
@@ -88,6 +96,9 @@ class ProgressMixin:
         started: List[FlowState] = []
         grown: List[FlowState] = []
         hdr = self.settings.header_bytes
+        if dpid in self.reconnect_due:  # the old rules' counters (module doc)
+            self.reconnect_due.discard(dpid)
+            entries = self._reconnect_counters(dpid, entries, now, finished)
         for cookie, nbytes, npkts in entries:
             f = self.flow_by_cookie.get(cookie)
             if f is None or f.done or self.state.get(f.coflow_id) != ACTIVE:
@@ -129,6 +140,48 @@ class ProgressMixin:
         if grown and not finished:
             return self.reschedule(now)  # an estimate grew: decide again
         return self._after_finish(finished, now)
+
+    def expect_reconnect_counters(self, dpid: int) -> None:
+        """Switch ``dpid`` connected and was asked for its flow statistics before
+        being cleared: its next flow-stats reply (:meth:`apply_flow_stats`) holds the
+        counters of the rules it kept from before (a crashed controller's)."""
+        self.reconnect_due.add(dpid)
+
+    def _reconnect_counters(self, dpid: int, entries: Iterable[Tuple[int, int, int]],
+                            now: float, finished: List[str]) -> List[Tuple[int, int, int]]:
+        """Read the pre-clear counters of switch ``dpid`` for the flows reloaded after
+        a restart that have no counter sample yet; returns the other entries (read as
+        any reply).
+
+        Such a flow's old first-hop rule counted its bytes since the crashed
+        controller installed it, including those sent while no controller ran.  With
+        ``est = max(stored bytes_sent, byte_count - packet_count * header_bytes)``
+        (bytes): done at its reload time when ``est >= size_bytes -
+        finish_slack_bytes`` and ``stats_completion`` is on (appended to
+        ``finished``); otherwise ``est`` is its new starting point and the re-added
+        rule's counters (from zero) add to it.  Units: bytes, seconds."""
+        s = self.settings
+        rest = []
+        for cookie, nbytes, npkts in entries:
+            f = self.flow_by_cookie.get(cookie)
+            tr = None if f is None else self.tracks[f.flow_id]
+            if (tr is None or f.done or tr.restored_s is None or tr.last_poll_s is not None
+                    or tr.first_dpid != dpid or self.state.get(f.coflow_id) != ACTIVE):
+                rest.append((cookie, nbytes, npkts))
+                continue
+            size = f.spec.size_bytes
+            est = max(tr.offset_bytes, float(max(nbytes - npkts * s.header_bytes, 0)))
+            tr.last_poll_s = now
+            if s.stats_completion and est >= size - s.finish_slack_bytes:
+                self._finish(f, max(tr.restored_s, f.start_s))
+                finished.append(f.flow_id)
+                continue
+            if est > tr.offset_bytes:
+                tr.last_change_s = now
+            tr.offset_bytes = tr.last_payload = est
+            tr.last_bytes = tr.last_packets = 0  # the re-added rule counts from zero
+            f.bytes_sent = max(f.bytes_sent, min(est, size - max(s.finish_slack_bytes, 1)))
+        return rest
 
     def report_flow_done(self, coflow_id: str, index: int, now: float) -> Tuple[bool, Actions]:
         """A receiver (or host agent) reports flow ``index`` of ``coflow_id`` complete.
