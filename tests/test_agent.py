@@ -366,3 +366,23 @@ def test_enforcer_default_batches_one_change_into_one_call():
     assert len(calls) == 2
     assert agent.Enforcer(IF).batch is agent.run_tc_batch
     assert agent.Enforcer(IF, runner=calls.append).batch is None
+
+
+# ------------------------------------------------------- stalled unauthenticated clients
+def test_eight_stalled_unauthenticated_connections_leave_pushes_served():
+    """8 raw sockets (the default pool) each send a ``PUT /v1/flows`` head without a
+    token, declaring a 1 MB body, then stall: never send the body, never read the
+    401.  Authenticated pushes sent right after are all served (200, not the 503 of a
+    full pool, which comes only after waiting ``BUSY_WAIT_S`` for a worker).  The
+    latency is measured by ``benchmarks/agent_stalled_clients.py`` (the same code)."""
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        import agent_stalled_clients
+    finally:
+        sys.path.remove(bench)
+    out = agent_stalled_clients.measure("headers", stalled=agent.DEFAULT_WORKERS, pushes=10)
+    assert out["workers"] == out["stalled"] == 8
+    assert out["with"]["statuses"] == {"200": 10}, out
+    assert out["with"]["max_s"] < agent.BUSY_WAIT_S, out  # never waited for a worker
