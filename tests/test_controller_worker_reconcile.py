@@ -310,3 +310,100 @@ def test_health_answers_within_2_s_with_200_idle_sockets_and_idle_ones_are_close
             s.close()
         stop_controller(ryu)
         ryu.stdout.close()
+
+
+# -- reads that predate queued rules (the churn under cancels) ----------------------------
+def _ready(app, sw, coflows):
+    """Submit ``coflows`` (id -> flows), let every switch confirm everything, and run
+    one poller round: every switch is asked for its table (due since it connected);
+    returns each switch's table as it was when the request reached it (its reply)."""
+    for dp in sw.values():
+        dp.answer()
+    for cid, flows in coflows.items():
+        app.submit({"flows": flows, "id": cid})
+    for dp in sw.values():
+        dp.answer()
+    app.poll_once()
+    return {name: stats_of(dp) for name, dp in sw.items()}
+
+
+def test_a_read_back_older_than_rules_still_queued_repairs_nothing():
+    """A cancel's deletes go out switch by switch; while the writer waits on one
+    switch (Ryu's send queue full: the green thread yields), the read-back of a later
+    switch of the same path, taken before the cancel, is handled.  That table still
+    holds the cancelled flow's rule, whose delete is queued but not sent: it is not
+    stale, and repairing it is churn (the cause of the repairs counted during the
+    cancel phase of a burst).  The round is skipped (retried), nothing is sent but
+    the cancel's own deletes, and the next round finds the switches right."""
+    app = make_app(reconcile_interval_s=0.0)
+    sw = connect(app)
+    replies = _ready(app, sw, {"a": [flow("h1", "h5", 50 * MB, 5001)],
+                               "b": [flow("h2", "h6", 50 * MB, 5002)]})
+    path = app.core.coflows["a"].flows[0].path  # h1, l1, spine, l2, h5
+    first, later = sw[path[2]], sw[path[1]]  # the spine's dpid sorts before l1's
+    assert first.id < later.id
+    for name, dp in sw.items():  # every other switch answers in time, unchanged
+        if dp is not later:
+            read_back(app, dp)
+    counts = app.core.reconcile_counts
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (0, 0, 0)
+    rounds = counts["rounds"]
+    send = first.send_msg
+    delivered = []
+
+    def blocked_send(msg):  # the writer yields on the spine: the event loop runs
+        if not delivered and isinstance(msg, parser.OFPFlowMod):
+            delivered.append(msg)
+            app.flow_stats_reply(SimpleNamespace(msg=SimpleNamespace(
+                datapath=later, body=replies[path[1]], flags=0)))
+        send(msg)
+
+    first.send_msg = blocked_send
+    app.cancel("a")
+    assert delivered
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (0, 0, 0), counts
+    assert counts["rounds"] == rounds and counts["skipped"] >= 1
+    dels = [m for m in later.log if isinstance(m, parser.OFPFlowMod)
+            and m.command == ofp.OFPFC_DELETE_STRICT]
+    assert len(dels) == 1  # the cancel's, no repair behind it
+    for dp in sw.values():
+        dp.answer()
+    app._reconcile_due |= {dp.id for dp in sw.values()}
+    app.poll_once()
+    for dp in sw.values():
+        read_back(app, dp)
+        assert dp.table == want_view(app, dp.id)
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (0, 0, 0), counts
+
+
+def test_a_read_back_asked_during_a_multipart_reply_waits_for_a_whole_reply():
+    """A large table comes in several parts (``OFPMPF_REPLY_MORE``).  When the
+    poller asks for a read-back while the parts of an earlier reply are arriving,
+    only whole replies are compared: the tail of that reply alone would make the
+    rules of its first parts look missing."""
+    app = make_app(reconcile_interval_s=0.0)
+    sw = connect(app)
+    _ready(app, sw, {"a": [flow("h1", "h5", 50 * MB, 5001), flow("h2", "h6", 50 * MB, 5002)]})
+    for dp in sw.values():
+        read_back(app, dp)  # the round asked for by the poller: all equal
+    counts = app.core.reconcile_counts
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (0, 0, 0)
+    dp = sw["l1"]
+    table = stats_of(dp)
+    assert len(table) > 4
+    head, tail = table[:len(table) // 2], table[len(table) // 2:]
+    more = ofp.OFPMPF_REPLY_MORE
+
+    def part(body, flags):
+        app.flow_stats_reply(SimpleNamespace(msg=SimpleNamespace(datapath=dp, body=body,
+                                                                 flags=flags)))
+
+    part(head, more)  # a progress poll's reply, first part
+    app._reconcile_due.add(dp.id)
+    app.poll_once()  # the read-back is asked for now
+    part(tail, 0)  # the same reply ends
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (0, 0, 0), counts
+    part(head, more)  # the read-back's own reply, whole
+    part(tail, 0)
+    assert (counts["missing"], counts["wrong"], counts["stale"]) == (0, 0, 0), counts
+    assert dp.id not in app._reconcile_req  # it was compared

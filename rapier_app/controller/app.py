@@ -363,8 +363,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
     # -- OpenFlow events ---------------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def switch_features(self, ev):
-        """A switch connected: read its old counters, clear it, install defaults and
-        its coflow rules (earlier messages were for the old connection)."""
+        """A switch connected: read its counters, clear it, install defaults and its rules."""
         dp = ev.msg.datapath
         if not self.core.is_known_dpid(dp.id) and not self.core.discover_mode:
             LOG.error("topology mismatch: switch dpid=%#x is not in topology %s; it gets "
@@ -435,28 +434,29 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
 
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     def flow_stats_reply(self, ev):
-        """Collect a (possibly multi-part) flow-stats reply and update progress."""
+        """Collect a multi-part flow-stats reply (a read-back: a whole one), update progress."""
         msg = ev.msg
         dpid = msg.datapath.id
+        if dpid in self._reconcile_req and (dpid not in self._stats_parts
+                                            or dpid in self._stats_full):
+            self._stats_full.setdefault(dpid, []).extend(msg.body)
         parts = self._stats_parts.setdefault(dpid, [])
         parts.extend((s.cookie, s.byte_count, s.packet_count) for s in msg.body)
-        if dpid in self._reconcile_req:
-            self._stats_full.setdefault(dpid, []).extend(msg.body)
         if msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE:
             return
         self._stats_arrived(dpid, self._stats_parts.pop(dpid, []))  # after a decision
-        if dpid in self._reconcile_req:
-            self.reconcile_reply(dpid, self._stats_full.pop(dpid, []))
+        if dpid in self._stats_full:
+            self.reconcile_reply(dpid, self._stats_full.pop(dpid))
 
     def reconcile_reply(self, dpid: int, stats) -> None:
-        """The read-back of ``dpid``'s table is complete: repair it (:mod:`.reconcile`)
-        unless rules were in flight or sent since the request (then retried next
-        poller round)."""
+        """The read-back of ``dpid``'s table is complete: repair it (:mod:`.reconcile`) unless
+        rules were queued, in flight or sent since (it may predate them: retried later)."""
         with self._lock:
             seq = self._reconcile_req.pop(dpid, None)
             if seq is None or self.datapaths.get(dpid) is None:
                 return
-            if seq != self._batches.get(dpid, 0) or self.core.ledger.pending(dpid):
+            if (seq != self._batches.get(dpid, 0) or self.core.ledger.pending(dpid)
+                    or self._outbox.get(dpid)):
                 self.core.reconcile_counts["skipped"] += 1
                 self._reconcile_due.add(dpid)
                 return
