@@ -3,9 +3,9 @@ again on the same database, and measure the recovery (docs/operations.md).
 
 Workloads on leafspine:3,3,3 with 20 Mbit/s links and enforcing agents:
 ``three`` (default), three coflows (7 flows, 45 MB) that share no link;
-``queued``, two coflows from one sender (h1 -> h4 8 MB, then h1 -> h5 12 MB): the
+``queued``, two coflows from one sender (h1 -> h4 6 MB, then h1 -> h5 12 MB): the
 second waits at the trickle rate behind the first, which finishes while the
-controller is down (killed at 1.5 s, the first flow's last byte about 3.5 s), so
+controller is down (killed at 1.5 s, the first flow's last byte about 2.6 s), so
 the second's finish shows how soon the restarted controller learns it.  Prints
 JSON: when the controller was killed, how long until its REST API and every switch
 were back, when the receivers had every byte (``last_byte_s``: the last flow's last
@@ -41,7 +41,7 @@ def workload(name: str = "three"):
     """The coflows of workload ``name`` (``three`` or ``queued``; sizes in bytes,
     all arriving at 0).  Raises ValueError for another name."""
     if name == "queued":
-        return [CoflowSpec("a", 0.0, (FlowSpec("a/0", "a", "h1", "h4", 8 * MB, 5401),)),
+        return [CoflowSpec("a", 0.0, (FlowSpec("a/0", "a", "h1", "h4", 6 * MB, 5401),)),
                 CoflowSpec("b", 0.0, (FlowSpec("b/0", "b", "h1", "h5", 12 * MB, 5402),))]
     if name != "three":
         raise ValueError(f"workload: must be three or queued, got {name!r}")
