@@ -9,7 +9,9 @@ each connect and then, by ``--stall`` mode:
   1 MB body, and then nothing (never send the body, never read the answer);
 * ``partial``: send the request line and one header, never the blank line that
   ends the head;
-* ``idle``: send nothing.
+* ``idle``: send nothing;
+* ``health``: ask ``GET /v1/health`` (open without the token) and keep the
+  connection.
 
 Then ``--pushes`` authenticated ``PUT /v1/flows`` (one new connection each, as the
 controller's pusher) are timed.  Prints JSON: the statuses and the latency p50,
@@ -39,7 +41,8 @@ TOKEN = "bench-token-0123456789abcdef"
 HEADS = {"headers": (b"PUT /v1/flows HTTP/1.1\r\nHost: agent\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"),
          "partial": b"PUT /v1/flows HTTP/1.1\r\nHost: agent\r\n",
-         "idle": b""}
+         "idle": b"",
+         "health": b"GET /v1/health HTTP/1.1\r\nHost: agent\r\n\r\n"}
 
 
 class _NoTc:

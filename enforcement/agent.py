@@ -50,6 +50,7 @@ import json
 import logging
 import os
 import re
+import selectors
 import signal
 import socket
 import socketserver
@@ -57,12 +58,13 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
-from rapier_app.httpjson import TOKEN_RE, RequestError, require_bearer, short
+from rapier_app.httpjson import TOKEN_RE, RequestError, bearer_ok, require_bearer, short
 
 from . import tc
 from .listen import DEFAULT_LISTEN, parse_listen
@@ -78,8 +80,15 @@ DEFAULT_MAX_FLOWS = 4096
 DEFAULT_WORKERS = 8
 #: Per-connection socket timeout, seconds (``--timeout``).
 DEFAULT_TIMEOUT_S = 10.0
-#: How long a new connection waits for a free worker before a 503, seconds.
+#: How long a connection whose request head has arrived waits for a free worker
+#: before a 503, seconds.
 BUSY_WAIT_S = 1.0
+#: Largest request head (request line and headers) looked for, bytes.
+MAX_HEAD_BYTES = 65536
+#: Most connections held waiting for their request head (the oldest is closed).
+MAX_HELD = 1024
+#: How often a connection whose head is incomplete is looked at again, seconds.
+HEAD_POLL_S = 0.02
 #: Environment variable holding the bearer token (alternative to ``--token-file``).
 TOKEN_ENV = "RAPIER_AGENT_TOKEN"
 
@@ -408,7 +417,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         if status == 401:
             self.send_header("WWW-Authenticate", "Bearer")
-        if status >= 400 and status != 404:
+        # a connection without the token (GET /v1/health is open) is not kept alive:
+        # only an authenticated client may keep a worker between requests
+        if (status >= 400 and status != 404) or (self.server.token and not bearer_ok(
+                self.headers.get("Authorization") or "", self.server.token)):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
@@ -439,25 +451,146 @@ _BUSY_REPLY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/j
                + str(len(_BUSY)).encode() + b"\r\n\r\n" + _BUSY)
 
 
+class _HeadGate:
+    """Holds new connections, without a worker, until their request head (request
+    line and headers, up to the blank line) has arrived.
+
+    One thread waits on every held socket (:mod:`selectors`) and looks at what has
+    arrived without consuming it (``MSG_PEEK``), so that the handler reads the
+    request as usual.  A socket whose head is complete (or larger than
+    :data:`MAX_HEAD_BYTES`: the handler refuses it) is handed to the pool
+    (``server.dispatch``); one that closes, or sends no complete head within the
+    server's ``timeout_s``, is closed; beyond :data:`MAX_HELD` held sockets the
+    oldest is closed.  Connections that stall before their head is complete (idle,
+    or a head cut short) therefore never hold a worker.
+    """
+
+    def __init__(self, server) -> None:
+        self.server = server
+        self._lock = threading.Lock()
+        self._new: List[tuple] = []
+        self._held: "Dict[socket.socket, tuple]" = {}
+        self._rwake, self._wwake = socket.socketpair()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="agent-head-gate",
+                                        daemon=True)
+        self._thread.start()
+
+    def add(self, request, client_address) -> None:
+        """Hold a newly accepted connection."""
+        with self._lock:
+            self._new.append((request, client_address, time.monotonic()))
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._wwake.send(b"x")
+        except OSError:  # buffer full (already woken) or closed
+            pass
+
+    def close(self) -> None:
+        """Stop the thread and close every held socket."""
+        self._stopped = True
+        self._wake()
+        self._thread.join(5)
+        with self._lock:
+            held = [r for r, _, _ in self._new] + list(self._held)
+            self._new, self._held = [], {}
+        for r in held:
+            self.server.shutdown_request(r)
+        self._rwake.close()
+        self._wwake.close()
+
+    def _run(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self._rwake, selectors.EVENT_READ)
+        parked: Dict[socket.socket, float] = {}  # incomplete head: look again later
+        try:
+            while not self._stopped:
+                with self._lock:
+                    new, self._new = self._new, []
+                for r, addr, t in new:
+                    self._held[r] = (addr, t)
+                    sel.register(r, selectors.EVENT_READ)
+                while len(self._held) > MAX_HELD:
+                    oldest = min(self._held, key=lambda r: self._held[r][1])
+                    self._drop(sel, parked, oldest, "too many connections waiting")
+                now = time.monotonic()
+                for r, t in list(parked.items()):
+                    if t <= now:
+                        del parked[r]
+                        sel.register(r, selectors.EVENT_READ)
+                for key, _ in sel.select(HEAD_POLL_S):
+                    r = key.fileobj
+                    if r is self._rwake:
+                        self._rwake.recv(4096)
+                        continue
+                    try:
+                        seen = r.recv(MAX_HEAD_BYTES, socket.MSG_PEEK)
+                    except OSError:
+                        seen = b""
+                    if not seen:  # closed by the client (or broken)
+                        self._drop(sel, parked, r, None)
+                    elif b"\r\n\r\n" in seen or len(seen) >= MAX_HEAD_BYTES:
+                        sel.unregister(r)
+                        addr, _ = self._held.pop(r)
+                        self.server.dispatch(r, addr)
+                    else:
+                        sel.unregister(r)
+                        parked[r] = time.monotonic() + HEAD_POLL_S
+                limit = time.monotonic() - self.server.timeout_s
+                for r in [r for r, (_, t) in self._held.items() if t < limit]:
+                    self._drop(sel, parked, r, "no complete request head in time")
+        finally:
+            sel.close()
+
+    def _drop(self, sel, parked, r, why: Optional[str]) -> None:
+        if why:
+            LOG.info("connection closed before its request: %s", why)
+        if parked.pop(r, None) is None:
+            sel.unregister(r)
+        self._held.pop(r, None)
+        self.server.shutdown_request(r)
+
+
 class _PooledServer:
     """Mixin for :mod:`socketserver` servers: connections go to a bounded pool.
 
-    At most ``workers`` connections are served at once by a
-    :class:`~concurrent.futures.ThreadPoolExecutor`; a new connection waits up to
-    :data:`BUSY_WAIT_S` for a free worker, then gets 503 and is closed (no unbounded
-    thread per connection, no unbounded queue).  Attributes read by the handler:
-    ``enforcer``, ``token``, ``timeout_s``, ``max_body_bytes``, ``max_flows``.
+    A new connection waits in a :class:`_HeadGate`, holding no worker, until its
+    request head has arrived; then at most ``workers`` connections are served at
+    once by a :class:`~concurrent.futures.ThreadPoolExecutor`: a connection waits up
+    to :data:`BUSY_WAIT_S` for a free worker, then gets 503 and is closed (no
+    unbounded thread per connection, no unbounded queue).  Attributes read by the
+    handler: ``enforcer``, ``token``, ``timeout_s``, ``max_body_bytes``, ``max_flows``.
     """
 
     def setup_pool(self, workers: int) -> None:
-        """Create the pool of ``workers`` threads (call once, after binding)."""
+        """Create the pool of ``workers`` threads and the head gate (call once, after
+        binding)."""
         self.workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agent-http")
         self._slots = threading.BoundedSemaphore(workers)
         self._active: set = set()
         self._active_lock = threading.Lock()
+        self._waiters = ThreadPoolExecutor(max_workers=workers,
+                                           thread_name_prefix="agent-wait")
+        self._gate = _HeadGate(self)
 
     def process_request(self, request, client_address) -> None:
+        self._gate.add(request, client_address)
+
+    def dispatch(self, request, client_address) -> None:
+        """A connection's request head has arrived: serve it on a worker (waiting up
+        to :data:`BUSY_WAIT_S` for one, without holding up the gate), else 503."""
+        if self._slots.acquire(blocking=False):
+            self._submit(request, client_address)
+            return
+        try:
+            self._waiters.submit(self._wait_for_worker, request, client_address)
+        except RuntimeError:  # shut down
+            self.shutdown_request(request)
+
+    def _wait_for_worker(self, request, client_address) -> None:
         if not self._slots.acquire(timeout=BUSY_WAIT_S):
             LOG.warning("all %d workers busy: connection refused with 503", self.workers)
             try:
@@ -467,6 +600,9 @@ class _PooledServer:
                 pass
             self.shutdown_request(request)
             return
+        self._submit(request, client_address)
+
+    def _submit(self, request, client_address) -> None:
         try:
             self._pool.submit(self._serve_connection, request, client_address)
         except RuntimeError:  # pool shut down
@@ -490,9 +626,12 @@ class _PooledServer:
         LOG.debug("connection from %s failed", client_address, exc_info=True)
 
     def server_close(self) -> None:
-        """Close the listening socket, then every open connection (workers blocked in a
-        read return at once), then the pool."""
+        """Close the listening socket, the connections waiting for their request head,
+        then every open connection (workers blocked in a read return at once), then
+        the pool."""
         super().server_close()
+        self._gate.close()
+        self._waiters.shutdown(wait=True, cancel_futures=True)
         with self._active_lock:
             active = list(self._active)
         for request in active:

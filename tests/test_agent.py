@@ -369,12 +369,15 @@ def test_enforcer_default_batches_one_change_into_one_call():
 
 
 # ------------------------------------------------------- stalled unauthenticated clients
-def test_eight_stalled_unauthenticated_connections_leave_pushes_served():
-    """8 raw sockets (the default pool) each send a ``PUT /v1/flows`` head without a
-    token, declaring a 1 MB body, then stall: never send the body, never read the
-    401.  Authenticated pushes sent right after are all served (200, not the 503 of a
-    full pool, which comes only after waiting ``BUSY_WAIT_S`` for a worker).  The
-    latency is measured by ``benchmarks/agent_stalled_clients.py`` (the same code)."""
+@pytest.mark.parametrize("stall", ["headers", "partial", "idle", "health"])
+def test_eight_stalled_unauthenticated_connections_leave_pushes_served(stall):
+    """8 raw sockets (the default pool) connect without a token and stall: ``headers``
+    sends a ``PUT /v1/flows`` head declaring a 1 MB body, then never the body and
+    never reads the 401; ``partial`` stops in the middle of the head; ``idle`` sends
+    nothing; ``health`` asks the open ``GET /v1/health`` and keeps the connection.
+    Authenticated pushes sent right after are all served (200, not the 503 of a full
+    pool, which comes only after waiting ``BUSY_WAIT_S`` for a worker).  The latency
+    is measured by ``benchmarks/agent_stalled_clients.py`` (the same code)."""
     bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                          "benchmarks")
     sys.path.insert(0, bench)
@@ -382,7 +385,7 @@ def test_eight_stalled_unauthenticated_connections_leave_pushes_served():
         import agent_stalled_clients
     finally:
         sys.path.remove(bench)
-    out = agent_stalled_clients.measure("headers", stalled=agent.DEFAULT_WORKERS, pushes=10)
+    out = agent_stalled_clients.measure(stall, stalled=agent.DEFAULT_WORKERS, pushes=10)
     assert out["workers"] == out["stalled"] == 8
     assert out["with"]["statuses"] == {"200": 10}, out
     assert out["with"]["max_s"] < agent.BUSY_WAIT_S, out  # never waited for a worker

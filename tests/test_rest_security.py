@@ -7,7 +7,7 @@
   a connection attempt to a non-loopback address of this machine (refused).
 * Off loopback without a token the controller (and the agent on TCP) refuses to start.
 * The agent's Unix socket is 0600; its pool answers 503 when every worker is busy;
-  idle connections are closed after the timeout.
+  idle connections hold no worker and are closed after the timeout.
 * Input limits: ids, number ranges (ints above 1e308), short quotes of the input.
 """
 
@@ -431,27 +431,37 @@ def test_agent_unix_socket_is_0600_and_only_a_socket_is_replaced(tmp_path):
 
 
 def test_agent_pool_is_bounded_and_idle_connections_time_out():
-    """2 workers, 2 s timeout: two idle connections occupy both workers; a third
-    connection gets 503 after waiting BUSY_WAIT_S (1 s); the idle ones are closed by
-    the server after the timeout, and then requests are served again."""
+    """2 workers, 2 s timeout: two authenticated PUTs whose body never comes hold
+    both workers; a third request gets 503 after waiting BUSY_WAIT_S (1 s); the
+    stalled ones are closed by the server after the timeout, and then requests are
+    served again.  Idle connections (nothing sent) hold no worker: requests are
+    served beside them, and they are closed after the timeout too."""
     enf = agent.Enforcer("h1-eth0", runner=Recorder())
     srv = agent.make_server("127.0.0.1:0", enf, token=TOKEN, workers=2, timeout_s=2.0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     port = srv.server_address[1]
     base = f"http://127.0.0.1:{port}"
-    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
+    busy = []
     try:
+        assert client.request(base, "GET", "/v1/health", timeout=5)[0] == 200
+        for _ in range(2):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"PUT /v1/flows HTTP/1.1\r\nHost: agent\r\nAuthorization: Bearer "
+                      + TOKEN.encode() + b"\r\nContent-Length: 100\r\n\r\n{")
+            busy.append(s)
+        time.sleep(0.2)  # both are on a worker, reading the body
         t0 = time.monotonic()
         st, obj = client.request(base, "GET", "/v1/health", timeout=5)
         assert st == 503 and "busy" in obj["error"]
         assert agent.BUSY_WAIT_S <= time.monotonic() - t0 < 2.0
-        for s in idle:
+        for s in busy + idle:
             s.settimeout(5)
             assert s.recv(1) == b""  # closed by the server
         assert time.monotonic() - t0 < 3.5
         assert client.request(base, "GET", "/v1/health", timeout=5)[0] == 200
     finally:
-        for s in idle:
+        for s in busy + idle:
             s.close()
         srv.shutdown()
         srv.server_close()
