@@ -471,6 +471,8 @@ class _HeadGate:
         self._new: List[tuple] = []
         self._held: "Dict[socket.socket, tuple]" = {}
         self._rwake, self._wwake = socket.socketpair()
+        self._rwake.setblocking(False)
+        self._wwake.setblocking(False)
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="agent-head-gate",
                                         daemon=True)
@@ -507,42 +509,53 @@ class _HeadGate:
         parked: Dict[socket.socket, float] = {}  # incomplete head: look again later
         try:
             while not self._stopped:
-                with self._lock:
-                    new, self._new = self._new, []
-                for r, addr, t in new:
-                    self._held[r] = (addr, t)
-                    sel.register(r, selectors.EVENT_READ)
-                while len(self._held) > MAX_HELD:
-                    oldest = min(self._held, key=lambda r: self._held[r][1])
-                    self._drop(sel, parked, oldest, "too many connections waiting")
-                now = time.monotonic()
-                for r, t in list(parked.items()):
-                    if t <= now:
-                        del parked[r]
-                        sel.register(r, selectors.EVENT_READ)
-                for key, _ in sel.select(HEAD_POLL_S):
-                    r = key.fileobj
-                    if r is self._rwake:
-                        self._rwake.recv(4096)
-                        continue
-                    try:
-                        seen = r.recv(MAX_HEAD_BYTES, socket.MSG_PEEK)
-                    except OSError:
-                        seen = b""
-                    if not seen:  # closed by the client (or broken)
-                        self._drop(sel, parked, r, None)
-                    elif b"\r\n\r\n" in seen or len(seen) >= MAX_HEAD_BYTES:
-                        sel.unregister(r)
-                        addr, _ = self._held.pop(r)
-                        self.server.dispatch(r, addr)
-                    else:
-                        sel.unregister(r)
-                        parked[r] = time.monotonic() + HEAD_POLL_S
-                limit = time.monotonic() - self.server.timeout_s
-                for r in [r for r, (_, t) in self._held.items() if t < limit]:
-                    self._drop(sel, parked, r, "no complete request head in time")
+                try:
+                    self._round(sel, parked)
+                except Exception:  # noqa: BLE001 -- the gate must outlive any socket
+                    LOG.exception("agent head gate: round failed")
         finally:
             sel.close()
+
+    def _round(self, sel, parked: Dict[socket.socket, float]) -> None:
+        """One pass: take new sockets, un-park, wait up to HEAD_POLL_S, hand on the
+        complete heads, close the expired."""
+        with self._lock:
+            new, self._new = self._new, []
+        for r, addr, t in new:
+            self._held[r] = (addr, t)
+            sel.register(r, selectors.EVENT_READ)
+        while len(self._held) > MAX_HELD:
+            oldest = min(self._held, key=lambda r: self._held[r][1])
+            self._drop(sel, parked, oldest, "too many connections waiting")
+        now = time.monotonic()
+        for r, t in list(parked.items()):
+            if t <= now:
+                del parked[r]
+                sel.register(r, selectors.EVENT_READ)
+        for key, _ in sel.select(HEAD_POLL_S):
+            r = key.fileobj
+            if r is self._rwake:
+                try:
+                    self._rwake.recv(4096)
+                except OSError:
+                    pass
+                continue
+            try:
+                seen = r.recv(MAX_HEAD_BYTES, socket.MSG_PEEK)
+            except OSError:
+                seen = b""
+            if not seen:  # closed by the client (or broken)
+                self._drop(sel, parked, r, None)
+            elif b"\r\n\r\n" in seen or len(seen) >= MAX_HEAD_BYTES:
+                sel.unregister(r)
+                addr, _ = self._held.pop(r)
+                self.server.dispatch(r, addr)
+            else:
+                sel.unregister(r)
+                parked[r] = time.monotonic() + HEAD_POLL_S
+        limit = time.monotonic() - self.server.timeout_s
+        for r in [r for r, (_, t) in self._held.items() if t < limit]:
+            self._drop(sel, parked, r, "no complete request head in time")
 
     def _drop(self, sel, parked, r, why: Optional[str]) -> None:
         if why:
