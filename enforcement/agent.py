@@ -32,9 +32,13 @@ reaches that way), created with mode 0600 (only its owner may connect).  On TCP
 variable ``RAPIER_AGENT_TOKEN``): every request but ``GET /v1/health`` must then send
 ``Authorization: Bearer <token>`` (compared with :func:`hmac.compare_digest`); a token
 given on a Unix socket is required there too.  The token is checked before the body
-is read: a request without it gets 401 and its connection is closed at once.  Connections are served by a bounded
-pool of ``--workers`` threads, each connection with a ``--timeout`` per read and write
-(idle keep-alive connections are closed after it).  See ``docs/operations.md``.
+is read: a request without it gets 401 and its connection is closed at once, and a
+connection without it (``GET /v1/health``) is not kept alive.  A new connection
+holds no worker until its request head has arrived (:class:`_HeadGate`; one that
+sends no complete head within ``--timeout`` is closed).  Requests are served by a
+bounded pool of ``--workers`` threads, each connection with a ``--timeout`` per read
+and write (idle keep-alive connections are closed after it).  See
+``docs/operations.md``.
 
 It installs its root HTB qdisc on start, and deletes it on SIGTERM/SIGINT.  With
 ``--no-enforce`` it accepts and records limits but runs no tc command (the emulation's
