@@ -581,6 +581,10 @@ class _PooledServer:
     handler: ``enforcer``, ``token``, ``timeout_s``, ``max_body_bytes``, ``max_flows``.
     """
 
+    #: listen backlog (socketserver's default is 5: a burst of connections then
+    #: drops SYNs, which the client resends only after 1 s)
+    request_queue_size = 128
+
     def setup_pool(self, workers: int) -> None:
         """Create the pool of ``workers`` threads and the head gate (call once, after
         binding)."""
