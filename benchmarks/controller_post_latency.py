@@ -21,6 +21,17 @@ Large coflows and reads (``/health`` still asked every 50 ms)::
 ``--flows N`` gives every coflow N flows; ``--reads`` then times ``GET
 /rapier/v1/coflows`` (the default page) and ``GET /rapier/v1/coflows/<id>`` of the
 last coflow, and the last POST is printed on its own.
+
+``/metrics`` scraped during a burst (a Prometheus every second), and the same burst
+without the scraper on a fresh controller, for the POST latency with and without::
+
+    .venv/bin/python benchmarks/controller_post_latency.py --clients 4 --per-client 250 \
+        --scrape-every 1 --compare
+
+``--scrape-every S`` GETs ``/metrics`` every S seconds from the first POST until the
+burst's last decision (``GET /schedule``'s ``queued`` empty) and prints the scrape
+latency percentiles, the exposition's size and samples; ``--compare`` first runs the
+burst without scraping.
 """
 
 from __future__ import annotations
@@ -57,7 +68,38 @@ def main(argv=None) -> int:
     ap.add_argument("--flows", type=int, default=1, help="flows per coflow (default 1)")
     ap.add_argument("--reads", action="store_true",
                     help="then time GET /coflows and GET /coflows/<id>")
+    ap.add_argument("--scrape-every", type=float, default=0.0, metavar="S",
+                    help="GET /metrics every S seconds during the burst (0: never)")
+    ap.add_argument("--compare", action="store_true",
+                    help="run the burst without the scraper first (fresh controller)")
     args = ap.parse_args(argv)
+    status = 0
+    if args.compare and args.scrape_every > 0:
+        print("-- without the scraper")
+        status |= burst(args, 0.0)
+        print(f"-- with /metrics scraped every {args.scrape_every:g} s")
+    return status | burst(args, args.scrape_every)
+
+
+def scraper(base: str, every_s: float, stop: threading.Event, out: list) -> None:
+    """GET ``base``/metrics every ``every_s`` seconds until ``stop``; appends
+    ``(latency s, status, body bytes)`` to ``out``; the last body is kept in
+    ``scraper.last``."""
+    import urllib.request
+
+    while not stop.is_set():
+        t = time.perf_counter()
+        with urllib.request.urlopen(base + "/metrics", timeout=60) as resp:
+            body = resp.read()
+            out.append((time.perf_counter() - t, resp.status, len(body)))
+        scraper.last = body
+        stop.wait(max(0.0, every_s - (time.perf_counter() - t)))
+
+
+def burst(args, scrape_every: float) -> int:
+    """One controller, one burst of ``clients x per_client`` POSTs (``/health`` every
+    50 ms, ``/metrics`` every ``scrape_every`` s when > 0); prints the figures and
+    returns 0, or 1 when a request failed."""
     tmp = tempfile.mkdtemp(prefix="rapier-lat-")
     try:
         ryu, base, _, _ = start_controller(
@@ -99,6 +141,12 @@ def main(argv=None) -> int:
 
         h = threading.Thread(target=health)
         h.start()
+        scrapes: list = []
+        scraping = threading.Event()
+        sc = None
+        if scrape_every > 0:
+            sc = threading.Thread(target=scraper, args=(base, scrape_every, scraping, scrapes))
+            sc.start()
         t0 = time.perf_counter()
         ts = [threading.Thread(target=worker, args=(k,)) for k in range(args.clients)]
         for t in ts:
@@ -106,6 +154,12 @@ def main(argv=None) -> int:
         for t in ts:
             t.join()
         wall = time.perf_counter() - t0
+        if sc is not None:  # scrape until the burst is decided
+            while client.request(base, "GET", "/rapier/v1/schedule", timeout=120)[1].get(
+                    "queued"):
+                time.sleep(0.2)
+            scraping.set()
+            sc.join()
         reads = []
         t_reads = time.perf_counter()
         if args.reads:
@@ -136,6 +190,17 @@ def main(argv=None) -> int:
               f"({len(health_lat)} requests)")
         print(f"decisions {sched['count']}, queued {sched.get('queued')}, budget_exceeded "
               f"{sched.get('budget_exceeded')}, last solve {sched['solve_s']:.4f} s")
+        if scrapes:
+            from prometheus_client.parser import text_string_to_metric_families
+
+            lat = [x[0] for x in scrapes]
+            fams = list(text_string_to_metric_families(scraper.last.decode()))
+            print(f"/metrics p50 {statistics.median(lat):.4f} s  p99 {_pct(lat, .99):.4f} s  "
+                  f"max {max(lat):.4f} s ({len(lat)} scrapes every {scrape_every:g} s, "
+                  f"statuses {sorted({x[1] for x in scrapes})}; last "
+                  f"{scrapes[-1][2]} bytes, {sum(len(f.samples) for f in fams)} samples)")
+            if any(x[1] != 200 for x in scrapes):
+                failures.append("metrics")
         return 1 if failures else 0
     finally:
         stop_controller(ryu)
