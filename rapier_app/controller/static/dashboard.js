@@ -4,7 +4,7 @@
  * changes nothing (GET only):
  *   GET /rapier/v1/topology            the fabric in force (every 10 s)
  *   GET /rapier/v1/schedule            paths and rates in force -> scheduled rate per link
- *   GET /rapier/v1/coflows?state=active  live coflows: progress, decision, per-flow
+ *   GET /rapier/v1/coflows?state=active&flows=1  live coflows: progress, decision, per-flow
  *                                      bytes_sent -> measured rate per flow and link
  *   GET /rapier/v1/summary             counts by state and the CCTs of done coflows
  * Units from the API: bytes, bit/s, seconds (controller clock: summary.now_s).
@@ -188,7 +188,7 @@
   function measure(coflows, now) {
     const rates = new Map();    // flow_id -> bit/s
     const seen = new Set();
-    for (const c of coflows) for (const f of c.flows) {
+    for (const c of coflows) for (const f of c.flows || []) {
       seen.add(f.flow_id);
       if (f.state === "done") continue;
       let h = state.history.get(f.flow_id);
@@ -204,11 +204,14 @@
     return rates;
   }
 
+  /* A flow's size: known, else the estimate the scheduler uses (unknown sizes). */
+  function sizeOf(f) { return f.size_bytes != null ? f.size_bytes : (f.estimate_bytes || 0); }
+
   function expected(c) {
     let worst = 0;
-    for (const f of c.flows) {
+    for (const f of c.flows || []) {
       if (f.state === "done") continue;
-      const left = Math.max(0, f.size_bytes - (f.bytes_sent || 0));
+      const left = Math.max(0, sizeOf(f) - (f.bytes_sent || 0));
       if (left === 0) continue;
       if (!(f.rate_bps > 0)) return null;   // waiting: no rate yet
       worst = Math.max(worst, left * 8 / f.rate_bps);
@@ -240,8 +243,10 @@
         state.rows.set(c.id, tr);
       }
       body.appendChild(tr);   // keeps arrival order
-      const frac = c.total_bytes > 0 ? Math.min(1, (c.bytes_sent || 0) / c.total_bytes) : 0;
-      const done = c.flows.filter(f => f.state === "done").length;
+      const flows = c.flows || [];
+      const total = c.total_bytes > 0 ? c.total_bytes : flows.reduce((a, f) => a + sizeOf(f), 0);
+      const frac = total > 0 ? Math.min(1, (c.bytes_sent || 0) / total) : 0;
+      const done = flows.filter(f => f.state === "done").length;
       const eta = expected(c);
       tr.children[0].textContent = c.id;
       tr.children[1].textContent = c.state;
@@ -253,9 +258,9 @@
       fill.style.width = (100 * frac).toFixed(1) + "%";
       tr.setAttribute("data-progress", frac.toFixed(4));
       tr.children[3].title = (100 * frac).toFixed(1) + " %";
-      tr.children[4].textContent = fmtBytes(c.bytes_sent || 0) + " / " +
-        fmtBytes(c.total_bytes);
-      tr.children[5].textContent = done + " / " + c.flows.length;
+      const guess = flows.some(f => f.size_bytes == null) ? " (estimated)" : "";
+      tr.children[4].textContent = fmtBytes(c.bytes_sent || 0) + " / " + fmtBytes(total) + guess;
+      tr.children[5].textContent = done + " / " + flows.length;
       tr.children[6].textContent = eta == null ? "waiting (rate 0)" : "in " + fmtS(eta);
     }
     for (const [id, tr] of state.rows) {
@@ -320,12 +325,12 @@
       }
       const [summary, sched, page] = await Promise.all([
         getJSON("/summary"), getJSON("/schedule"),
-        getJSON("/coflows?state=active&limit=" + MAX_ROWS)]);
+        getJSON("/coflows?state=active&flows=1&limit=" + MAX_ROWS)]);
       const now = summary.now_s != null ? summary.now_s : Date.now() / 1000;
       const rates = measure(page.coflows, now);
       const schedRates = new Map(), measRates = new Map(), background = new Map();
       for (const a of Object.values(sched.allocations || {})) addPath(schedRates, a.path, a.rate_bps);
-      for (const c of page.coflows) for (const f of c.flows) addPath(measRates, f.path, rates.get(f.flow_id));
+      for (const c of page.coflows) for (const f of c.flows || []) addPath(measRates, f.path, rates.get(f.flow_id));
       const broker = sched.broker || {};
       for (const l of broker.links || []) {
         if (typeof l.link === "string" && l.sample_bps != null) {
