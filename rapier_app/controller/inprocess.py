@@ -134,6 +134,14 @@ class GreenServer:
             quiet.addHandler(logging.NullHandler())
             quiet.propagate = False
             kwargs = wsgi_server_kwargs(self.app.settings)
+            if self.worker and hasattr(self.app, "_start_loop"):
+                from eventlet.semaphore import Semaphore
+
+                # ryu-manager monkey-patches threading, so the decision gate (a
+                # threading.Lock) is green there: a request waiting on it yields to
+                # the hub, which delivers the offloaded decision's result (tpool).
+                self.app._gate = Semaphore(1)
+                self.app._start_loop()  # what app.start() does before the worker runs
             greens = [eventlet.spawn(eventlet.wsgi.server, sock, self.app.wsgi, log=quiet,
                                      log_output=False, **kwargs)]
             if self.worker:
@@ -159,6 +167,9 @@ class GreenServer:
         for g in greens:
             g.kill()
         sock.close()
+        from eventlet import tpool
+
+        tpool.killall()  # the decisions' native threads, from the hub's own thread
 
     def start(self) -> "GreenServer":
         """Start serving; returns once the port is bound.
