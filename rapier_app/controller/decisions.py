@@ -204,7 +204,10 @@ class DecisionMixin:
         """Step 3: decision states, fallbacks, the budget's follow-up and the rule
         and push changes of ``job`` (for its coflows still active)."""
         self._job = None
-        sched = job.sched if job.sched is not None else Schedule()
+        if job.sched is None:  # the scheduler call never returned (its thread failed)
+            job.error = job.error or "the decision failed before the scheduler answered"
+            job.sched = Schedule(fallback={c.coflow_id: job.error for c in job.planned})
+        sched = job.sched
         if job.error is not None:
             self._log("error", "%s; all active coflows use default forwarding", job.error)
             self.errors.append(f"{job.now:.3f}: {job.error}")
