@@ -207,6 +207,7 @@ def arrivals(args) -> int:
                                               len(placed) < len(posted) + args.live):
         time.sleep(0.05)
     t1 = time.perf_counter()
+    time.sleep(1.0)  # the last decision's rules are still being handed to the switches
     health.stop.set()
     rules_lat, placed_lat = [], []
     for cid, ts in posted.items():
