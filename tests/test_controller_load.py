@@ -192,3 +192,44 @@ def test_rapier_deadline_hook():
         {f: a.path for f, a in full.allocations.items()}
     s.deadline = None  # no deadline: a new pass, as before
     assert s.schedule(0.0, coflows()).order == full.order
+
+
+def test_flows_added_during_a_decision_wait_for_its_end():
+    """POST .../flows changes a coflow the scheduler may be reading off the event
+    loop (its flow list, RAPIER's per-coflow arrays): the add waits behind the
+    decision gate, so the scheduler sees the flow list it started with."""
+    app = rest_app()
+    connect(app)
+    worker_mode(app)
+    st, _ = call(app, "POST", "/rapier/v1/coflows",
+                 {"id": "o", "open": True, "flows": [flow("h1", "h5")]})
+    assert st == 201
+    app.worker.run_once(block=False)
+    block = Blocking(app)
+    seen = []
+    inner = block.inner
+
+    def counting(now, coflows):  # the flows of "o" as the scheduler leaves
+        sched = inner(now, coflows)
+        seen.append(len(app.core.coflows["o"].flows))
+        return sched
+    block.inner = counting
+    call(app, "POST", "/rapier/v1/coflows", {"id": "b", "flows": [flow("h2", "h6")]})
+    t = threading.Thread(target=app.worker.run_once, kwargs={"block": False})
+    t.start()
+    assert block.entered.wait(30)
+    added = []
+    adder = threading.Thread(target=lambda: added.append(call(
+        app, "POST", "/rapier/v1/coflows/o/flows", {"flows": [flow("h3", "h9")]})))
+    adder.start()
+    adder.join(0.5)
+    assert adder.is_alive() and not added  # held while the scheduler runs
+    assert len(app.core.coflows["o"].flows) == 1
+    block.release.set()
+    t.join(30)
+    adder.join(30)
+    assert added[0][0] == 201 and added[0][1]["flows"][0]["index"] == 1
+    assert seen[0] == 1  # the decision ran on the list it started with
+    app.worker.run_once(block=False)  # the add's own decision
+    view = call(app, "GET", "/rapier/v1/coflows/o")[1]
+    assert [f["path"] is not None for f in view["flows"]] == [True, True]

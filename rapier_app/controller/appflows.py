@@ -13,8 +13,8 @@ from typing import Any, Dict
 
 class OpenFlowsAppMixin:
     """``add_flows`` and ``close_coflow`` of the Ryu app (uses its ``core``,
-    ``_lock``, ``now``, ``_enqueue``, ``flush``, ``worker``, ``_decide_batch`` and
-    ``_core_call``)."""
+    ``_lock``, ``_gate``, ``_gated``, ``now``, ``_enqueue``, ``flush``, ``worker``,
+    ``_decide_batch`` and ``_core_call``)."""
 
     def add_flows(self, coflow_id: str, body) -> Dict[str, Any]:
         """``POST /coflows/<id>/flows``: validate, record and queue a decision (the
@@ -26,7 +26,10 @@ class OpenFlowsAppMixin:
             RequestError: 404/409/400/413/503 (:meth:`~.openflows.OpenFlowsMixin.
             add_flows`); nothing is added then.
         """
-        with self._lock:
+        # behind the decision gate: a scheduler running off the event loop reads the
+        # snapshot's coflows (their flow lists) and its own per-coflow caches, which
+        # adding flows changes (a race seen as numpy shape errors in Algorithm 3)
+        with self._gate, self._lock:
             new, acts = self.core.add_flows(coflow_id, body, self.now(), schedule=False)
             dpids = self._enqueue(acts)
         self.flush(dpids)
@@ -41,7 +44,7 @@ class OpenFlowsAppMixin:
     def close_coflow(self, coflow_id: str) -> Dict[str, Any]:
         """``POST /coflows/<id>/close``: no more flows (idempotent); returns the
         coflow's view.  Raises RequestError 404 (unknown id), 503."""
-        self._core_call(lambda now: self.core.close_coflow(coflow_id, now))
+        self._gated(lambda: self._core_call(lambda now: self.core.close_coflow(coflow_id, now)))
         with self._lock:
             return self.core.coflow_view(coflow_id)
 
