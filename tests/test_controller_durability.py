@@ -357,3 +357,15 @@ def test_first_bytes_are_written_at_once_and_an_unstarted_restored_flow_waits_lo
     assert core.check_idle(t0 + 5.0).finished == ["a/0"]  # had started: 5 x idle_finish_s
     assert core.check_idle(t0 + 14.9).finished == []
     assert core.check_idle(t0 + 15.0).finished == ["a/1"]  # never counted: 15 x
+
+
+def test_state_db_sync_sets_sqlite_synchronous(tmp_path):
+    # SQLite's PRAGMA synchronous: 1 NORMAL (the default here), 2 FULL
+    for sync, want in (("normal", 1), ("full", 2)):
+        s = Store(str(tmp_path / f"{sync}.sqlite3"), sync=sync)
+        assert s._db.execute("PRAGMA synchronous").fetchone()[0] == want
+        s.close()
+    with pytest.raises(StoreError, match="state_db_sync"):
+        Store(str(tmp_path / "x.sqlite3"), sync="fast")
+    with pytest.raises(SettingsError, match="state_db_sync: must be normal or full"):
+        Settings(state_db_sync="always").validate()

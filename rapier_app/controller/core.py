@@ -645,7 +645,7 @@ def make_core(settings: Settings, log=None) -> ControllerCore:
     store = None
     if settings.store_enabled:
         try:
-            store = Store(settings.state_db)
+            store = Store(settings.state_db, sync=settings.state_db_sync)
         except StoreError as exc:
             raise SettingsError(f"state_db: {exc}") from None
     core = ControllerCore(topo, sched, settings, log, store)

@@ -369,6 +369,9 @@ class Settings(_Fields):
         if not isinstance(self.state_db, str):
             raise SettingsError(f"state_db: must be a file path, :memory: or off, got "
                                 f"{self.state_db!r}")
+        if self.state_db_sync not in ("normal", "full"):
+            raise SettingsError(f"state_db_sync: must be normal or full, got "
+                                f"{self.state_db_sync!r}")
         for name in ("store_progress_interval_s", "retention_s"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 \

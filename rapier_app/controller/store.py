@@ -7,7 +7,9 @@ flows' ``bytes_sent`` every ``store_progress_interval_s``.  On restart
 (:meth:`~.registry.RegistryMixin.restore`).
 
 Storage: :mod:`sqlite3` from the standard library, WAL journal (readers do not block
-the writer), ``synchronous=FULL`` (a commit is on disk when it returns).  The schema
+the writer), ``synchronous=NORMAL`` by default (``state_db_sync``: a commit survives
+the controller being killed; an OS crash or a power loss can roll back the last
+commits) or ``FULL`` (every commit fsynced before it returns).  The schema
 version is SQLite's ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`); a file from a
 newer version, or one that is not a SQLite database or fails ``PRAGMA quick_check``,
 is refused with a :class:`StoreError` naming the file (nothing is overwritten).
@@ -144,8 +146,11 @@ class Store:
         has a schema version newer than :data:`SCHEMA_VERSION` (or unknown).
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, sync: str = "normal"):
+        if sync not in ("normal", "full"):
+            raise StoreError(f"state_db_sync: must be normal or full, got {sync!r}")
         self.path = path
+        self.sync = sync
         self._lock = threading.RLock()
         self._depth = 0
         if path != ":memory:":
@@ -184,7 +189,7 @@ class Store:
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(f"state_db {self.path}: WAL journal refused ({mode})")
-        db.execute("PRAGMA synchronous=FULL")
+        db.execute(f"PRAGMA synchronous={self.sync.upper()}")
         db.execute("PRAGMA foreign_keys=ON")
         if version == 0:
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
