@@ -49,11 +49,15 @@ def _compare(em, g) -> dict:
     """The switches' coflow rules (priority 100, ``ovs-ofctl``) against the active
     flows' paths in the controller's view."""
     out = {}
-    _, page = client.request(em.rest, "GET", REST_PREFIX + "/coflows?state=active",
-                             timeout=30)
+    coflows, offset = [], 0
+    while offset is not None:  # every page, with the flows (GET /coflows is paged)
+        _, page = client.request(em.rest, "GET", REST_PREFIX + "/coflows?state=active"
+                                 f"&flows=1&limit=500&offset={offset}", timeout=30)
+        coflows.extend(page["coflows"])
+        offset = page.get("next_offset")
     expected = {}
     pending = 0
-    for c in page["coflows"]:
+    for c in coflows:
         for f in c["flows"]:
             pending += f.get("rules", {}).get("pending", 0)
             path = f["path"]
@@ -69,7 +73,7 @@ def _compare(em, g) -> dict:
                 key = (sw, r.field("nw_src"), r.field("nw_dst"), r.field("tp_dst"))
                 ports = r.output_ports()
                 have[key] = ports[0] if ports else None
-    out["active_coflows"] = len(page["coflows"])
+    out["active_coflows"] = len(coflows)
     out["rules_expected"] = len(expected)
     out["rules_on_switches"] = len(have)
     out["missing"] = sum(1 for k in expected if k not in have)
