@@ -617,7 +617,7 @@ class Emulation:
                 None if self.bw_mbps is None else self.bw_mbps * 1e6,
                 (f"unix:{self.agent_dir}/{{ip}}.sock" if self.mn_topo is not None else
                  f"unix:{self.agent_dir}/{{host}}.sock") if self.enforce else "",
-                # the controller's database lives in the run's folder (issue 14): a
+                # the controller's database lives in the run's folder: a
                 # restarted controller of this run reloads it, another run never does
                 dict({"state_db": os.path.join(self.workdir, "controller.sqlite3")},
                      **(self.controller_opts or {}))))
@@ -775,7 +775,7 @@ class Emulation:
         """POST a coflow to the controller; returns the reply.
 
         The controller answers 201 once the coflow is stored and decides after the
-        reply (its decision worker, issue 14: ``coflow.decision`` is ``queued`` until
+        reply (its decision worker: ``coflow.decision`` is ``queued`` until
         then); with ``wait_decided_s`` > 0 this polls ``GET /coflows/<id>`` every 5 ms
         until the decision is taken *and* its flows' limits are in force on the hosts
         (``coflow.rates`` is ``applied``: each source host's agent acknowledged a set

@@ -43,7 +43,7 @@ def flow_mod(dp, rule: FlowRule, idle_timeout_s: int = 0):
 
     Args:
         idle_timeout_s: the ADD's ``idle_timeout`` in seconds (0..65535; 0: none),
-            given to coflow rules as a safety net (issue 14): the switch removes a
+            given to coflow rules as a safety net: the switch removes a
             rule no packet matched for that long, and with it set the ADD carries
             ``OFPFF_SEND_FLOW_REM`` so the controller hears of the removal.
 
@@ -76,7 +76,7 @@ def flow_mod(dp, rule: FlowRule, idle_timeout_s: int = 0):
 def group_mod(dp, group: GroupRule):
     """An ``OFPGroupMod`` for a SELECT group with one output bucket per port; each
     bucket watches its own output port, so the switch skips a bucket whose link is
-    down (link failure, issue 14) until the controller re-routes."""
+    down (link failure) until the controller re-routes."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     buckets = [parser.OFPBucket(weight=1, watch_port=int(p), watch_group=ofp.OFPG_ANY,
                                 actions=[parser.OFPActionOutput(int(p), 0)])

@@ -19,7 +19,7 @@ last counter change (covers sends without TCP timestamps, i.e. 12 bytes less
 header per packet, and retransmission accounting).  Counter resets (a switch that
 reconnected and got its rules re-added) are detected and accumulated.
 
-A third signal (issue 13): a receiver or host agent that has every byte of a flow
+A third signal: a receiver or host agent that has every byte of a flow
 reports it (``POST /rapier/v1/coflows/<id>/flows/<n>/done``,
 :meth:`ProgressMixin.report_flow_done`); the flow is done at the report's arrival,
 without waiting for the next flow-statistics poll (0.5 s by default).  With the
@@ -27,7 +27,7 @@ setting ``stats_completion = false`` the reports are the only completion signal
 (the emulation's choice: statistics count bytes at the first hop, before the
 bottleneck queue, and retransmissions twice, so they can close a flow early).
 
-After a controller restart (issue 14) a flow reloaded from the database starts from
+After a controller restart a flow reloaded from the database starts from
 its stored ``bytes_sent`` (written every ``store_progress_interval_s``).  Its
 first-hop switch still holds the rule the crashed controller installed, whose
 counters went on counting while the controller was down: when a switch connects,

@@ -342,7 +342,7 @@ class Settings(_Fields):
                 raise SettingsError(str(exc)) from None
 
     def _validate_responsiveness(self) -> None:
-        """Check the responsiveness and reconciliation options (issue 14)."""
+        """Check the responsiveness and reconciliation options."""
         def number(name: str, zero_ok: bool) -> float:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) \
@@ -365,7 +365,7 @@ class Settings(_Fields):
                 raise SettingsError(f"{name}: must be an integer >= 1, got {v!r}")
 
     def _validate_durability(self) -> None:
-        """Check the durability and retention options (issue 14)."""
+        """Check the durability and retention options."""
         if not isinstance(self.state_db, str):
             raise SettingsError(f"state_db: must be a file path, :memory: or off, got "
                                 f"{self.state_db!r}")
@@ -386,7 +386,7 @@ class Settings(_Fields):
             raise SettingsError(f"page_limit: must be an integer >= 1, got {v!r}")
 
     def _validate_security(self) -> None:
-        """Check the security options (issue 14)."""
+        """Check the security options."""
         for name in ("rest_token", "agent_token"):
             v = getattr(self, name)
             if not isinstance(v, str) or (v and not TOKEN_RE.fullmatch(v)):

@@ -1,4 +1,4 @@
-"""An independent checker of simulated schedules (issue 17).
+"""An independent checker of simulated schedules.
 
 Given the topology, the workload (:class:`~rapier_app.core.model.CoflowSpec` list) and
 the simulator's event log (one :class:`~rapier_app.sim.EventRecord`, or the
@@ -59,7 +59,7 @@ Checks (``Violation.kind``):
 Schedulers declare their level with the class attribute ``work_conserving`` (see
 :class:`~rapier_app.scheduling.Scheduler`); :func:`declared_level` reads it.
 
-Units: bytes, bit/s, seconds.  Source: issue 17; the work-conservation invariant of
+Units: bytes, bit/s, seconds.  Source: the work-conservation invariant of
 RAPIER Algorithm 3 and Varys Section 5.3 (no bandwidth a waiting flow could use
 idles), the isolation bound of Varys Section 5.1 (Gamma).
 """
@@ -81,7 +81,7 @@ from ..errors import RapierError
 
 BITS = 8.0
 LEVELS = (None, "path", "candidates")
-#: relative over-capacity allowed (issue 17: "more than 1e-9 relative")
+#: relative over-capacity allowed ("more than 1e-9 relative")
 CAP_TOL = 1e-9
 
 
