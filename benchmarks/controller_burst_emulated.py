@@ -24,7 +24,10 @@ the switches (``/metrics``: ``rapier_rules_pending`` 0), then reads back:
 * the controller's own reconciliation totals (``GET /schedule``'s ``reconcile``:
   repairs must be 0) after ``--settle`` more seconds (a reconciliation round of
   every switch, ``reconcile_interval_s`` 10 s by default);
-* the CPU seconds ``ryu-manager`` used during the burst (``/proc``).
+* the CPU seconds ``ryu-manager`` used during the burst (``/proc``), and the
+  OpenFlow messages the switches received meanwhile (Open vSwitch's
+  ``ofproto_recv_openflow`` coverage counter: flow mods, barriers, statistics
+  requests, echoes).
 
 Prints JSON (``--json FILE`` writes it too).  Usage (root; under the emulation lock,
 and the timing lock for figures)::
@@ -53,6 +56,13 @@ from enforcement import client  # noqa: E402
 from mininet_tests import ofctl  # noqa: E402
 from mininet_tests.runner import REST_PREFIX, Emulation  # noqa: E402
 from rapier_app.workload_options import add_workload_options  # noqa: E402
+
+
+#: Seconds between two reads of ``GET /schedule`` (and ``/metrics``) while waiting for
+#: the burst to be decided: each costs the controller time in proportion to its
+#: flows, so they are not asked more often (the times decided/installed are known to
+#: this much).
+POLL_S = 0.25
 
 
 def pct(xs: List[float], q: float) -> Optional[float]:
@@ -89,6 +99,19 @@ def _cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def openflow_received() -> Optional[int]:
+    """OpenFlow messages every switch of this Open vSwitch received since it started
+    (``ovs-appctl coverage/read-counter ofproto_recv_openflow``; None if unreadable)."""
+    import subprocess
+
+    r = subprocess.run(["ovs-appctl", "coverage/read-counter", "ofproto_recv_openflow"],
+                       capture_output=True, text=True)
+    try:
+        return int(r.stdout.strip())
+    except ValueError:
+        return None
 
 
 def active_coflows(rest: str) -> List[dict]:
@@ -160,7 +183,9 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
         the switch comparison of :func:`compare_switches`, ``reconcile`` (the
         controller's totals), ``decisions``, ``budget_exceeded``,
         ``ryu_cpu_s`` (CPU seconds of ``ryu-manager`` from the first POST to the rules
-        confirmed); with ``cancel_after``, ``cancel_after`` (:func:`cancel_decided`).
+        confirmed), ``openflow_msgs`` (OpenFlow messages the switches received
+        meanwhile: flow mods, barriers, statistics requests; :func:`openflow_received`);
+        with ``cancel_after``, ``cancel_after`` (:func:`cancel_decided`).
 
     Raises:
         EmulationError: Mininet, Open vSwitch or the controller did not start.
@@ -219,7 +244,7 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
 
         h = threading.Thread(target=health)
         h.start()
-        cpu0 = _cpu_s(em.ryu.pid)
+        cpu0, of0 = _cpu_s(em.ryu.pid), openflow_received()
         t0 = time.perf_counter()
         threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
         try:
@@ -239,13 +264,15 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
                     if m.get("rapier_rules_pending", 1) == 0:
                         installed = time.perf_counter() - t0
                         break
-                time.sleep(0.1)
+                time.sleep(POLL_S)
             if installed is None:
                 raise RuntimeError(f"burst not decided with its rules confirmed within "
                                    f"{timeout_s} s (decided: {decided})")
             out["decided_after_s"] = round(decided, 2)
             out["installed_after_s"] = round(installed, 2)
             out["ryu_cpu_s"] = round(_cpu_s(em.ryu.pid) - cpu0, 1)
+            of1 = openflow_received()
+            out["openflow_msgs"] = None if None in (of0, of1) else of1 - of0
         finally:
             done.set()
             h.join()

@@ -87,7 +87,8 @@ BITS = 8.0
 class DesiredRules(dict):
     """The coflow rules the controller wants on the switches: ``{(dpid, flow_id):
     FlowRule}`` (a dict), indexed by flow so that a flow's rules are found without
-    walking every rule (a coflow's view costs its own flows' rules, not all of them).
+    walking every rule (a coflow's view costs its own flows' rules, not all of them),
+    and by switch (a switch's reconciliation round costs that switch's rules).
 
     Every dict mutation keeps the index (``d[k] = r``, ``del``, ``pop``,
     ``popitem``, ``setdefault``, ``update``, ``clear``).
@@ -96,22 +97,25 @@ class DesiredRules(dict):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__()
         self._by_flow: Dict[str, Dict[Tuple[int, str], FlowRule]] = {}
+        self._by_switch: Dict[int, Dict[Tuple[int, str], FlowRule]] = {}
         self.update(*args, **kwargs)
 
     def __setitem__(self, key, rule) -> None:
         super().__setitem__(key, rule)
         self._by_flow.setdefault(key[1], {})[key] = rule
+        self._by_switch.setdefault(key[0], {})[key] = rule
 
     def __delitem__(self, key) -> None:
         super().__delitem__(key)
         self._unindex(key)
 
     def _unindex(self, key) -> None:
-        mine = self._by_flow.get(key[1])
-        if mine is not None:
-            mine.pop(key, None)
-            if not mine:
-                del self._by_flow[key[1]]
+        for index, k in ((self._by_flow, key[1]), (self._by_switch, key[0])):
+            mine = index.get(k)
+            if mine is not None:
+                mine.pop(key, None)
+                if not mine:
+                    del index[k]
 
     def pop(self, key, *default):
         had = key in self
@@ -137,11 +141,18 @@ class DesiredRules(dict):
     def clear(self) -> None:
         super().clear()
         self._by_flow.clear()
+        self._by_switch.clear()
 
     def of_flow(self, flow_id: str) -> List[FlowRule]:
         """Flow ``flow_id``'s rules, in the order they were set (a new list; empty
         for a flow with none)."""
         return list(self._by_flow.get(flow_id, {}).values())
+
+    def of_switch(self, dpid: int) -> List[FlowRule]:
+        """Switch ``dpid``'s rules, sorted by flow id (a new list; empty for a
+        switch with none): what ``sorted(self.items())`` filtered on ``dpid`` gives,
+        without walking the other switches' rules."""
+        return [r for _, r in sorted(self._by_switch.get(dpid, {}).items())]
 
 
 class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMixin,
@@ -239,8 +250,8 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
     def switch_rules(self, dpid: int) -> List[Any]:
         """Everything switch ``dpid`` must hold: defaults plus current coflow rules
         (sent after a switch (re)connects and its tables were cleared)."""
-        mine = [r for (d, _), r in sorted(self.desired.items()) if d == dpid]
-        return self.default_rules(dpid) + [r.with_command("add") for r in mine]
+        return self.default_rules(dpid) + [r.with_command("add")
+                                           for r in self.desired.of_switch(dpid)]
 
     def is_known_dpid(self, dpid: int) -> bool:
         """True when ``dpid`` belongs to a switch of the configured topology."""
@@ -484,9 +495,8 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
         it; a rule still desired (its flow is active) is sent again (ADD)."""
         self.ledger.removed(dpid, priority, match)
         acts = Actions()
-        for (d, _), r in self.desired.items():
-            if d == dpid and r.priority == priority and r.match == tuple(match) \
-                    and r.cookie == cookie:
+        for r in self.desired.of_switch(dpid):
+            if r.priority == priority and r.match == tuple(match) and r.cookie == cookie:
                 acts.rules.append(r.with_command("add"))
         return acts
 
