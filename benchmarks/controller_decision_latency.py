@@ -10,12 +10,14 @@ routes.  ``/health`` is asked every 20 ms throughout.
 ``--mode arrivals`` (default): ``--live`` coflows of ``--width`` flows are decided
 first, then ``--arrivals`` more come at ``--rate`` per second.  Decision latency of
 an arrival: from its POST to the first flow mod of its flows handed to a switch
-(``rules``), and to the decision that placed it by Algorithm 1 (``placed``; a
-decision cut by ``decision_budget_s`` gives the coflows it did not reach their ECMP
-paths first, then a follow-up places them)::
+(``rules``: the POST admits it on its ECMP paths at leftover rates,
+``rapier_app/controller/admission.py``), and to the decision that placed it by
+Algorithm 1 (``placed``; decisions cut by ``decision_budget_s`` spread a pass over
+several slices)::
 
     .venv/bin/python benchmarks/controller_decision_latency.py --topology fattree:16 \\
-        --live 100 --width 128 --arrivals 50 --rate 10 [--budget 0.1]
+        --live 100 --width 128 --arrivals 50 --rate 10 [--budget 0.1] \\
+        [--scheduler-params lp=fast]
 
 ``--mode burst``: ``--clients`` threads POST ``--coflows`` single-flow coflows in
 all as fast as they can (every fourth POST of a client is followed by the DELETE of
@@ -100,7 +102,8 @@ def build(args):
     """The in-process app with fake datapaths on every switch."""
     wsgi = WSGIApplication()
     settings = Settings(scheduler=args.scheduler, topology=args.topology, agent_url="",
-                        state_db="", decision_budget_s=args.budget)
+                        state_db="", decision_budget_s=args.budget,
+                        scheduler_params=args.scheduler_params)
     app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=settings)
     app.wsgi = wsgi
     first_seen: Dict[int, float] = {}
@@ -169,7 +172,8 @@ def arrivals(args) -> int:
     setup_s = time.perf_counter() - t
     core.settings.decision_budget_s = budget
     print(f"{args.live} live coflows of {args.width} flows on {args.topology} "
-          f"({args.scheduler}): POSTed in {setup_post_s:.1f} s, first decision "
+          f"({args.scheduler}{', ' + args.scheduler_params if args.scheduler_params else ''}"
+          f"): POSTed in {setup_post_s:.1f} s, first decision "
           f"{setup_s:.1f} s, {len(core.desired)} rules")
     placed: Dict[str, float] = {}
     end = core.end_decision
@@ -305,6 +309,8 @@ def main(argv=None) -> int:
                     help="fattree:16 (arrivals) or fattree:4 (burst) by default")
     ap.add_argument("--scheduler", default="rapier")
     ap.add_argument("--budget", type=float, default=2.0, help="decision_budget_s (s)")
+    ap.add_argument("--scheduler-params", default="",
+                    help="the controller's scheduler_params, e.g. lp=fast (default: none)")
     ap.add_argument("--live", type=int, default=100)
     ap.add_argument("--width", type=int, default=128)
     ap.add_argument("--arrivals", type=int, default=50)

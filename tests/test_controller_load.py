@@ -49,7 +49,7 @@ def test_arrivals_during_a_decision_are_batched_and_nothing_waits_for_it():
     connect(app)
     worker_mode(app)
     st, first = call(app, "POST", "/rapier/v1/coflows", {"id": "a", "flows": [flow("h1", "h5")]})
-    assert st == 201 and first["coflow"]["decision"] == "queued"
+    assert st == 201 and first["coflow"]["decision"] == "provisional"  # admitted
     st, _ = call(app, "POST", "/rapier/v1/coflows", {"id": "gone", "flows": [flow("h3", "h7")]})
     app.worker.run_once(block=False)  # decides a and gone
     block = Blocking(app)
@@ -66,7 +66,7 @@ def test_arrivals_during_a_decision_are_batched_and_nothing_waits_for_it():
     assert call(app, "GET", "/rapier/v1/coflows/a")[1]["decision"] == "scheduled"
     for cid, (s, d) in zip(("c", "d", "e"), PAIRS[2:5]):
         st, body = call(app, "POST", "/rapier/v1/coflows", {"id": cid, "flows": [flow(s, d)]})
-        assert st == 201 and body["coflow"]["decision"] == "queued"
+        assert st == 201 and body["coflow"]["decision"] == "provisional"
     st, body = call(app, "DELETE", "/rapier/v1/coflows/gone")
     assert st == 200 and body["state"] == "cancelled"
     assert app.core.decision_due  # the cancel waits for the next decision
@@ -138,9 +138,9 @@ def test_budget_cuts_algorithm_1_and_follow_ups_place_the_rest_at_once():
         assert nxt[:len(order)] == order
     for order, deferred, paths, states in cuts[:-1]:
         assert sorted(order + deferred) == sorted(ids)
-        # the coflows left out keep ECMP paths (not default forwarding) and stay queued
+        # the coflows left out keep ECMP paths (not default forwarding): provisional
         assert paths and all(p is not None for p in paths)
-        assert set(states) == {"queued"}
+        assert set(states) == {"provisional"}
     assert cuts[-1][1] == []
     for cid in ids:
         c = call(app, "GET", f"/rapier/v1/coflows/{cid}")[1]
@@ -152,7 +152,7 @@ def test_budget_cuts_algorithm_1_and_follow_ups_place_the_rest_at_once():
               for f in app.core.coflows[cid].flows}
     call(app, "POST", "/rapier/v1/coflows", {"id": "late", "flows": [flow("h8", "h3")]})
     assert app._decide_batch(["late"]) is True  # cut: a follow-up is due
-    assert "late" in cuts[-1][1] and app.core.decision["late"] == "queued"
+    assert "late" in cuts[-1][1] and app.core.decision["late"] == "provisional"
     assert app.core.coflows["late"].flows[0].path is not None  # ECMP, not default
     assert {f.flow_id: (f.path, f.rate_bps) for cid in ids
             for f in app.core.coflows[cid].flows} == before
@@ -233,3 +233,103 @@ def test_flows_added_during_a_decision_wait_for_its_end():
     app.worker.run_once(block=False)  # the add's own decision
     view = call(app, "GET", "/rapier/v1/coflows/o")[1]
     assert [f["path"] is not None for f in view["flows"]] == [True, True]
+
+
+def test_an_arrival_during_a_long_decision_gets_rules_before_it_ends():
+    """Admission: a coflow POSTed while a decision is in the scheduler gets its ECMP
+    paths and leftover rates at once (rules on the switches, ``provisional``), the
+    decision in flight leaves them alone, and the next one places it."""
+    app = rest_app()
+    sw = connect(app)
+    worker_mode(app)
+    call(app, "POST", "/rapier/v1/coflows", {"id": "a", "flows": [flow("h1", "h5")]})
+    call(app, "POST", "/rapier/v1/coflows", {"id": "b", "flows": [flow("h2", "h6")]})
+    app.worker.run_once(block=False)
+    block = Blocking(app)
+    call(app, "POST", "/rapier/v1/coflows", {"id": "c", "flows": [flow("h3", "h9")]})
+    t = threading.Thread(target=app.worker.run_once, kwargs={"block": False})
+    t.start()
+    assert block.entered.wait(30)  # the decision for c is in the scheduler, blocked
+    st, body = call(app, "POST", "/rapier/v1/coflows",
+                    {"id": "late", "flows": [flow("h1", "h8", 20 * MB, 6001),
+                                             flow("h4", "h5", 30 * MB, 6002)]})
+    assert st == 201 and body["coflow"]["decision"] == "provisional"
+    core = app.core
+    late = core.coflows["late"].flows
+    ecmp = core.scheduler.inner if hasattr(core.scheduler, "inner") else core.scheduler
+    while not hasattr(ecmp, "ecmp_path"):
+        ecmp = ecmp.inner
+    topo = core.topology
+    for f in late:  # on the switches of its ECMP path, before the decision ends
+        assert f.path == tuple(ecmp.ecmp_path(f))
+        cookie = core.tracks[f.flow_id].cookie
+        for s in f.path[1:-1]:
+            assert cookie in {ck for ck, _ in sw[s].table.values()}
+    # its rates: Algorithm 3's leftover along its path, larger flow first
+    load = {}
+    for cid in ("a", "b", "c"):
+        for f in core.coflows[cid].flows:
+            if f.path and f.rate_bps > 0:
+                for li in topo.path_links(f.path).tolist():
+                    load[li] = load.get(li, 0.0) + f.rate_bps
+    for f in sorted(late, key=lambda f: -f.spec.size_bytes):
+        links = topo.path_links(f.path).tolist()
+        want = max(0.0, min(topo.capacity[li] - load.get(li, 0.0) for li in links))
+        assert abs(f.rate_bps - want) <= 1e-6 * max(1.0, want)
+        for li in links:
+            load[li] = load.get(li, 0.0) + f.rate_bps
+    assert t.is_alive() and core.deciding
+    fids = {f.flow_id for f in late}
+    rules_before = {k: r for k, r in core.desired.items() if k[1] in fids}
+    after_first = []
+    end = core.end_decision
+
+    def spy(job, now):  # what the decision in flight left of the admitted coflow
+        acts = end(job, now)
+        if not after_first:
+            after_first.append(({k: core.desired.get(k) for k in rules_before},
+                                {e["flow_id"] for es in core._pushes.limits.values()
+                                 for e in es} & fids,
+                                [(f.path, f.rate_bps) for f in late], core.decision["late"]))
+        return acts
+
+    paths_rates = [(f.path, f.rate_bps) for f in late]
+    core.end_decision = spy
+    block.release.set()
+    t.join(30)
+    assert not t.is_alive()
+    assert block.calls[0] == ["a", "b", "c"]  # the decision that was in flight ...
+    assert "late" in block.calls[1]  # ... then one more, at once, placed it
+    assert core.decision["late"] == "scheduled"
+    assert not core.wants_decision()
+    assert all(f.path is not None for f in late)
+    kept, limited, held, state = after_first[0]
+    assert rules_before and kept == rules_before  # same rule objects: nothing resent
+    assert limited == fids and held == paths_rates and state == "provisional"
+
+
+def test_admission_survives_the_decision_in_flight_and_a_cut_slice_touches_only_its_picks():
+    """The decision in flight when a coflow was admitted keeps the admitted rules and
+    rate limits; a slice of a cut pass hands over only the coflows it picked."""
+    app = rest_app(decision_budget_s=1e-9)  # out of time after each pick
+    connect(app)
+    worker_mode(app)
+    for i, (s, d) in enumerate(PAIRS):
+        call(app, "POST", "/rapier/v1/coflows", {"id": f"k{i}", "flows": [flow(s, d)]})
+    applied = []
+    apply = app.core._apply
+
+    def spy(sched, active, keep=(), hold=(), partial=False):
+        applied.append((partial, sorted(c.coflow_id for c in active)))
+        return apply(sched, active, keep, hold, partial)
+
+    app.core._apply = spy
+    app.worker.run_once(block=False)
+    slices = [ids for partial, ids in applied if partial]
+    assert len(slices) >= 2 and applied[-1][0] is False  # the last slice is full
+    # a slice after the first hands over its picks (and the deferred coflows not yet
+    # admitted: none here), not the coflows placed by the slices before it
+    assert all(len(ids) <= 1 for ids in slices[1:])
+    limits = {e["flow_id"] for es in app.core._pushes.limits.values() for e in es}
+    assert limits == {f.flow_id for c in app.core.active() for f in c.flows}
+    assert all(app.core.decision[f"k{i}"] == "scheduled" for i in range(len(PAIRS)))

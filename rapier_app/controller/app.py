@@ -276,9 +276,11 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
 
     # -- REST facade ------------------------------------------------------------------
     def submit(self, body) -> Dict[str, Any]:
-        """``POST /coflows``: validate, write to the database and queue the coflow for
-        the decision worker (:mod:`.worker`); returns its view (``decision``:
-        ``queued``) without waiting for the scheduler.  Without a running worker (the
+        """``POST /coflows``: validate, write to the database, admit the coflow on its
+        ECMP paths at leftover rates (:mod:`.admission`) and queue it for the
+        decision worker (:mod:`.worker`); returns its view (``decision``:
+        ``provisional``, or ``queued`` when it could not be admitted) without waiting
+        for the scheduler.  Without a running worker (the
         app built in-process, never started) the decision is taken here, before
         returning.
 
@@ -288,6 +290,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         """
         with self._lock:
             c, acts = self.core.submit(body, self.now(), schedule=False)
+            if self.worker.running:  # its ECMP paths at once (.admission)
+                acts.extend(self.core.admit(c.coflow_id, self.now()))
             view = self.core.reply_view(c.coflow_id)
             dpids = self._enqueue(acts)  # a small coflow's counting rules
         self.flush(dpids)

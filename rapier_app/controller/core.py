@@ -63,6 +63,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from topologies import Topology, TopologyError, build_topology
 
 from ..core.model import Allocation, CoflowState, FlowState, InfoPolicy, Schedule
+from .admission import PROVISIONAL, AdmissionMixin
 from .arp import build_arp_reply, parse_arp_request
 from .coexist import BACKGROUND, CoexistMixin
 from .decisions import DecisionMixin
@@ -155,7 +156,7 @@ class DesiredRules(dict):
         return [r for _, r in sorted(self._by_switch.get(dpid, {}).items())]
 
 
-class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMixin,
+class ControllerCore(AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMixin,
                      ViewsMixin, CoexistMixin, FabricMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
 
@@ -315,7 +316,7 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
         return key, rules
 
     def _apply(self, sched: Schedule, active: Sequence[CoflowState], keep=(),
-               hold=()) -> Actions:
+               hold=(), partial: bool = False) -> Actions:
         """Turn ``sched`` into rule changes and agent pushes for the flows of
         ``active``, changing :attr:`desired` in place: a flow whose path (or
         counting rule) is unchanged costs a look-up, not a rule build, and only the
@@ -323,7 +324,9 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
         first, in flow order, then deletes: the new path is ready before the old
         one goes), as :func:`~.rules.diff_rules` of the old and new tables.  Rules
         of flows neither in ``active`` nor in ``keep`` (flow ids) are deleted; the
-        flows of the coflows in ``hold`` (ids) keep their path and rate."""
+        flows of the coflows in ``hold`` (ids) keep their path and rate.  ``partial``
+        (a slice of a cut Algorithm 1 pass, :mod:`.decisions`): the rate limits of
+        flows not in ``active`` are kept as they are, not dropped."""
         acts = Actions()
         desired = self._desired
         limits: Dict[str, List[Dict[str, Any]]] = {}
@@ -371,6 +374,7 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
                     limits.setdefault(f.src, []).append(flow_limit(
                         fid, self.ip(f.src), self.ip(f.dst), f.dst_port, rate,
                         tr.proto, tr.src_port))
+        touched = set(seen) if partial else seen
         seen.update(keep)
         for fid in [x for x in desired._by_flow if x not in seen]:  # flows that left
             deletes.extend(o.with_command("delete") for o in desired.of_flow(fid))
@@ -379,6 +383,12 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
             self._rule_cache.pop(fid, None)
         acts.rules.extend(changes)
         acts.rules.extend(deletes)
+        if partial:  # the limits of the flows this call did not touch stay
+            for host, entries in self._pushes.limits.items():
+                kept = [e for e in entries if e["flow_id"] not in touched
+                        and e["flow_id"] in desired._by_flow]
+                if kept:
+                    limits[host] = kept + limits.get(host, [])
         # Agent pushes: every host whose set changed (hosts that lost all flows get []).
         if self.settings.agent_url:
             acts.pushes.extend(self._pushes.update(limits))
@@ -458,11 +468,16 @@ class ControllerCore(DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin
     def schedule_view(self) -> Dict[str, Any]:
         """:meth:`~.views.ViewsMixin.schedule_view` plus ``reconcile`` (totals of
         :meth:`reconcile_switch`), ``budget_exceeded`` (decisions over
-        ``decision_budget_s``) and ``queued`` (coflows awaiting their decision)."""
+        ``decision_budget_s``), ``queued`` (coflows awaiting Algorithm 1, with or
+        without rules), ``provisional`` (those of them on ECMP paths at leftover
+        rates, :mod:`.admission`) and ``admitted`` (coflows admitted so far)."""
         view = super().schedule_view()
         view["reconcile"] = dict(self.reconcile_counts)
         view["budget_exceeded"] = self.budget_exceeded
-        view["queued"] = len(self.queued())
+        waiting = self.queued()
+        view["queued"] = len(waiting)
+        view["provisional"] = sum(1 for cid in waiting if self.decision.get(cid) == PROVISIONAL)
+        view["admitted"] = self.admitted_count
         view["broker"] = self.broker_view()
         return view
 

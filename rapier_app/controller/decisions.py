@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
 from ..core.model import CoflowState, Schedule
+from .admission import PROVISIONAL
 from .coexist import BACKGROUND
 from .metrics import fallback_reason
 from .registry import ACTIVE, FALLBACK, QUEUED, SCHEDULED
@@ -141,9 +142,11 @@ class DecisionMixin:
         return self.decision_due or self.adds_pending or bool(self.queued())
 
     def queued(self) -> List[str]:
-        """Ids of the active coflows waiting for Algorithm 1 (``decision``
-        ``queued``: never decided, or left out by a decision cut by the budget)."""
-        return [c.coflow_id for c in self.active() if self.decision.get(c.coflow_id) == QUEUED]
+        """Ids of the active coflows waiting for Algorithm 1: ``decision`` ``queued``
+        (no rules yet) or ``provisional`` (admitted on ECMP paths at leftover rates,
+        :mod:`.admission`, or left out by a decision cut by the budget)."""
+        return [c.coflow_id for c in self.active()
+                if self.decision.get(c.coflow_id) in (QUEUED, PROVISIONAL)]
 
     def begin_decision(self, now: float) -> DecisionJob:
         """Step 1: the snapshot of the active coflows and the budget.
@@ -223,14 +226,17 @@ class DecisionMixin:
             self._log("info", "decision cut by its budget (%.3f s) after %d coflows: %d "
                       "placed next", job.budget_s, len(sched.order), len(deferred))
         still = [c for c in job.active if self.state.get(c.coflow_id) == ACTIVE]
-        # coflows placed before that this decision did not reach keep their placement
-        hold = {cid for cid in deferred if self.decision.get(cid) == SCHEDULED}
+        # coflows placed before (or admitted) that this decision did not reach keep
+        # their paths and rates; so do the picks of earlier slices of a cut pass
+        # that a partial schedule leaves out (info["held"])
+        hold = {cid for cid in deferred if self.decision.get(cid) in (SCHEDULED, PROVISIONAL)}
+        hold.update(cid for cid in sched.info.get("held", ()) if cid not in sched.fallback)
         for c in still:
             cid = c.coflow_id
             was = self.decision.get(cid)
             self.decision[cid] = BACKGROUND if self.is_background(c) else \
-                FALLBACK if cid in sched.fallback else SCHEDULED if cid in hold else \
-                QUEUED if cid in deferred else SCHEDULED
+                FALLBACK if cid in sched.fallback else was if cid in hold else \
+                PROVISIONAL if cid in deferred else SCHEDULED
             if self.decision[cid] == BACKGROUND and was != BACKGROUND:
                 self.metrics.fallback.labels("background").inc()
         for cid, reason in sched.fallback.items():
@@ -242,10 +248,22 @@ class DecisionMixin:
         self.last_schedule = sched
         self.last_schedule_s = job.now
         self.schedule_count += 1
-        # flows of coflows that arrived while the decision ran keep their rules
-        keep = {f.flow_id for c in self.active() if c.coflow_id not in job.ids
-                for f in c.flows}
-        acts = self._apply(sched, still, keep, hold)
+        # coflows that arrived while the decision ran keep their rules (and, when
+        # admitted, their paths and rates: held)
+        late = [c for c in self.active() if c.coflow_id not in job.ids]
+        admitted = [c for c in late if self.decision.get(c.coflow_id) == PROVISIONAL]
+        if sched.info.get("partial"):
+            # a cut pass's slice: only what it decided changes, everything held
+            # keeps its rules and rate limits untouched
+            mine = [c for c in still if c.coflow_id not in hold]
+            keep = {f.flow_id for c in late for f in c.flows}
+            keep.update(f.flow_id for c in still if c.coflow_id in hold for f in c.flows)
+            acts = self._apply(sched, mine, keep, (), partial=True)
+        else:
+            adm = {c.coflow_id for c in admitted}
+            keep = {f.flow_id for c in late if c.coflow_id not in adm for f in c.flows}
+            acts = self._apply(sched, still + admitted, keep,
+                               hold | adm)
         if deferred and not self.worker_decides:
             self.decision_due = True
         elif deferred:

@@ -244,6 +244,24 @@ class Settings(_Fields):
     that table.  Units: bit/s for rates, seconds for times, bytes for sizes.
     """
 
+    def scheduler_param_items(self) -> Dict[str, str]:
+        """``scheduler_params`` as ``{key: value text}`` (empty for none).
+
+        Raises:
+            SettingsError: an item without the ``KEY=VALUE`` shape, naming
+            ``scheduler_params``.
+        """
+        out: Dict[str, str] = {}
+        for item in (self.scheduler_params or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            key, sep, val = item.partition("=")
+            if not sep or not key.strip():
+                raise SettingsError(f"scheduler_params: expected KEY=VALUE, got {item!r}")
+            out[key.strip()] = val.strip()
+        return out
+
     def validate(self) -> "Settings":
         """Check every option; return self.
 
@@ -259,6 +277,10 @@ class Settings(_Fields):
 
         if not isinstance(self.scheduler, str) or not self.scheduler:
             raise SettingsError(f"scheduler: must be a scheduler name, got {self.scheduler!r}")
+        if not isinstance(self.scheduler_params, str):
+            raise SettingsError(f"scheduler_params: must be KEY=VALUE[,KEY=VALUE...], got "
+                                f"{self.scheduler_params!r}")
+        self.scheduler_param_items()
         if not isinstance(self.topology, str) or not self.topology:
             raise SettingsError(f"topology: must be a topology spec, got {self.topology!r}")
         positive("link_bps", self.link_bps, allow_none=True)
@@ -428,12 +450,14 @@ def build_scheduler(settings: Settings, topology: Topology):
     """Instantiate ``settings.scheduler`` for ``topology``.
 
     Passes ``delta_s`` and ``lp_time_limit_s`` (and ``max_paths`` when non-zero) only
-    to schedulers whose constructor takes them (RAPIER does; the baselines do not).
+    to schedulers whose constructor takes them (RAPIER does; the baselines do not),
+    then ``scheduler_params`` (typed by :func:`rapier_app.params.typed_params`).
 
     Raises:
         rapier_app.scheduling.SchedulerError: unknown scheduler name.
+        SettingsError: ``scheduler_params`` names an unknown key or a bad value.
     """
-    from ..scheduling import REGISTRY, load_all, make_scheduler
+    from ..scheduling import REGISTRY, SchedulerError, load_all, make_scheduler
 
     load_all()
     cls = REGISTRY.get(settings.scheduler)
@@ -453,4 +477,16 @@ def build_scheduler(settings: Settings, topology: Topology):
             if not any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
                 break
         params = {k: v for k, v in wanted.items() if k in accepted}
+        raw = settings.scheduler_param_items()
+        if raw:
+            from ..params import ParamError, typed_params
+            try:
+                params.update(typed_params(settings.scheduler, cls, raw))
+            except ParamError as exc:
+                raise SettingsError(f"scheduler_params: {exc}") from None
+            try:
+                return make_scheduler(settings.scheduler, topology, seed=settings.seed,
+                                      **params)
+            except SchedulerError as exc:
+                raise SettingsError(f"scheduler_params: {exc}") from None
     return make_scheduler(settings.scheduler, topology, seed=settings.seed, **params)

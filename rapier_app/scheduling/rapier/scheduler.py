@@ -219,8 +219,10 @@ class Rapier(Scheduler):
     default_lp = "exact"
     #: the decision budget's hook: a ``time.perf_counter()`` time after which
     #: Algorithm 1 stops (checked after each LP plan and each pick); the coflows it
-    #: did not place are listed in ``Schedule.info["deferred"]`` and served like
-    #: fallback coflows (ECMP paths, Algorithm 3's leftover), and the next call with
+    #: did not place are listed in ``Schedule.info["deferred"]`` on their ECMP paths
+    #: at rate 0, the schedule holds only this call's picks (``info["partial"]``,
+    #: the earlier slices' picks in ``info["held"]``; Algorithm 3 runs when the pass
+    #: is complete: :meth:`_partial_schedule`), and the next call with
     #: a deadline carries the cut pass on where it stopped (its reservations, picks
     #: and plans; new coflows join the pending ones, ended ones leave), unless a
     #: coflow's flows changed meanwhile (then a new pass).  Every call plans or
@@ -525,6 +527,7 @@ class Rapier(Scheduler):
         if resumed is not None:  # carry on the pass the deadline cut
             pending, residual, reserved, plans, fallback, rates_c, paths_c, order, seen = \
                 resumed
+        start_n = len(order)  # picks made by earlier slices of this pass
         while pending:
             if fixed is not None:
                 # a fixed priority order (subclasses): plan the next coflow behind
@@ -610,6 +613,9 @@ class Rapier(Scheduler):
                                              for c in active if c.coflow_id in plans}}
         for cid in deferred:
             plans.pop(cid, None)
+        if deferred:
+            return self._partial_schedule(active, order, start_n, plans, fallback, deferred,
+                                          rates_c, paths_c)
         # Fallback coflows: ECMP routes, served only by work conservation.
         for c in active:
             if c.coflow_id in fallback or c.coflow_id in deferred:
@@ -656,6 +662,43 @@ class Rapier(Scheduler):
                                                    self._coflow_arrays)
                                     if self.wait_reset == "any" else {})
         return sched
+
+    def _partial_schedule(self, active: Sequence[CoflowState], order: List[str],
+                          start_n: int, plans: Dict[str, CoflowPlan],
+                          fallback: Dict[str, str], deferred: List[str],
+                          rates_c: Dict[str, np.ndarray], paths_c: Dict[str, list]
+                          ) -> Schedule:
+        """The schedule of a slice of a pass cut by :attr:`deadline`: the coflows
+        this call picked (their routes and model (2) rates, bit/s), and the deferred
+        and fallback ones on their ECMP paths at rate 0; the picks of earlier slices
+        of the pass are left out and listed in ``info["held"]`` (they keep what
+        they were given), ``info["partial"]`` is True.  Algorithm 3 runs once the
+        pass is complete (its last slice is a full schedule): a slice costs its
+        picks, not a pass over every flow."""
+        new = set(order[start_n:])
+        flows_out: list = []
+        paths_out: list = []
+        rates_out = []
+        for c in active:
+            cid = c.coflow_id
+            if cid in new:
+                flows_out.extend(self._coflow_arrays(c).flows)
+                paths_out.extend(paths_c[cid])
+                rates_out.append(rates_c[cid])
+            elif cid in fallback or cid in deferred:
+                fl = self._coflow_arrays(c).flows
+                flows_out.extend(fl)
+                paths_out.extend(self.ecmp_path(f) for f in fl)
+                rates_out.append(np.zeros(len(fl)))
+        self._served_prev = self._served_prev | {
+            cid for cid in new if bool((rates_c[cid] > 0).any())}
+        self._wc = None  # the next call carries the pass on (no work-conservation pass)
+        self._unserved_spans = {}
+        info = {"t_min_s": {cid: p.t_s for cid, p in plans.items()}, "deferred": deferred,
+                "held": list(order[:start_n]), "partial": True}
+        return Schedule.from_vectors(flows_out, paths_out,
+                                     np.concatenate(rates_out) if rates_out else np.zeros(0),
+                                     order=list(order), fallback=dict(fallback), info=info)
 
     def remaining(self, coflow: CoflowState, e: _CoflowArrays,
                   sent: np.ndarray) -> np.ndarray:
