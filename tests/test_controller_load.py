@@ -6,6 +6,7 @@ and a follow-up decision places the rest at once, and RAPIER's deadline hook.
 
 import threading
 
+from rapier_app.controller.metrics import CoreCollector
 from rapier_app.controller.settings import Settings  # noqa: F401 -- used by rest_app
 from rapier_app.core.model import CoflowState, InfoPolicy, make_coflow
 from rapier_app.scheduling import make_scheduler as build_scheduler
@@ -255,6 +256,9 @@ def test_an_arrival_during_a_long_decision_gets_rules_before_it_ends():
                                              flow("h4", "h5", 30 * MB, 6002)]})
     assert st == 201 and body["coflow"]["decision"] == "provisional"
     core = app.core
+    fam = [m for m in CoreCollector(core).collect() if m.name == "rapier_coflows_decision"][0]
+    got = {s.labels["decision"]: s.value for s in fam.samples}
+    assert (got["provisional"], got["scheduled"], got["queued"]) == (2, 2, 0)  # c, late; a, b
     late = core.coflows["late"].flows
     ecmp = core.scheduler.inner if hasattr(core.scheduler, "inner") else core.scheduler
     while not hasattr(ecmp, "ecmp_path"):

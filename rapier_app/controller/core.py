@@ -63,7 +63,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from topologies import Topology, TopologyError, build_topology
 
 from ..core.model import Allocation, CoflowState, FlowState, InfoPolicy, Schedule
-from .admission import PROVISIONAL, AdmissionMixin
+from .admission import AdmissionMixin
 from .arp import build_arp_reply, parse_arp_request
 from .coexist import BACKGROUND, CoexistMixin
 from .decisions import DecisionMixin
@@ -468,16 +468,13 @@ class ControllerCore(AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixi
     def schedule_view(self) -> Dict[str, Any]:
         """:meth:`~.views.ViewsMixin.schedule_view` plus ``reconcile`` (totals of
         :meth:`reconcile_switch`), ``budget_exceeded`` (decisions over
-        ``decision_budget_s``), ``queued`` (coflows awaiting Algorithm 1, with or
-        without rules), ``provisional`` (those of them on ECMP paths at leftover
-        rates, :mod:`.admission`) and ``admitted`` (coflows admitted so far)."""
+        ``decision_budget_s``) and ``queued`` (coflows awaiting Algorithm 1: without
+        rules, or ``provisional`` on ECMP paths at leftover rates, :mod:`.admission`;
+        ``/metrics`` has them by decision)."""
         view = super().schedule_view()
         view["reconcile"] = dict(self.reconcile_counts)
         view["budget_exceeded"] = self.budget_exceeded
-        waiting = self.queued()
-        view["queued"] = len(waiting)
-        view["provisional"] = sum(1 for cid in waiting if self.decision.get(cid) == PROVISIONAL)
-        view["admitted"] = self.admitted_count
+        view["queued"] = len(self.queued())
         view["broker"] = self.broker_view()
         return view
 

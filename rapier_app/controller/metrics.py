@@ -26,6 +26,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 #: Coflow states always exported (0 when none): registry.ACTIVE, DONE, CANCELLED.
 COFLOW_STATES = ("active", "done", "cancelled")
+#: Decisions of ``rapier_coflows_decision`` (active coflows; :mod:`.admission`).
+COFLOW_DECISIONS = ("queued", "provisional", "scheduled", "fallback", "background")
 #: Reasons of ``rapier_coflows_fallback_total`` (see :func:`fallback_reason`).
 FALLBACK_REASONS = ("budget", "scheduler_error", "scheduler", "background")
 #: Coflow completion time buckets (s): CCTs of the emulations run 0.1 s .. minutes.
@@ -80,6 +82,20 @@ class CoreCollector:
                               "(active, done, cancelled).", labels=["state"])
         for s, n in sorted(by_state.items()):
             g.add_metric([s], n)
+        yield g
+
+        by_decision: Dict[str, int] = {d: 0 for d in COFLOW_DECISIONS}
+        for cid, s in core.state.items():
+            if s == "active":
+                d = core.decision.get(cid, "scheduled")
+                by_decision[d] = by_decision.get(d, 0) + 1
+        g = GaugeMetricFamily("rapier_coflows_decision", "Active coflows by decision: queued "
+                              "(no rules yet), provisional (admitted on ECMP paths at "
+                              "leftover rates, not yet placed by the scheduler), scheduled, "
+                              "fallback (default forwarding), background.",
+                              labels=["decision"])
+        for d, n in sorted(by_decision.items()):
+            g.add_metric([d], n)
         yield g
 
         flows = {"active": 0, "done": 0}

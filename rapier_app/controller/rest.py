@@ -11,7 +11,7 @@ Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
                                         null) -> 201 {the coflow's view,
                                         "coflow": {the same}}
                                         (stored; decided after the reply:
-                                        coflow.decision queued|scheduled|fallback;
+                                        coflow.decision queued|provisional|scheduled|fallback;
                                         flows left out above 100 flows)
     GET    /rapier/v1/coflows          -> 200 {"coflows": [{...}, ...], "total": N,
                                         "offset", "limit", "next_offset"}
@@ -313,8 +313,9 @@ class RapierRestController(ControllerBase):
     def post_coflow(self, req, **_kwargs):
         """Register a coflow; 201 with its id and state once it is validated and
         written to the database (413 above the body or flow caps, 400 for bad input).
-        Scheduling and rule pushes happen after the reply, in the decision worker
-        (``coflow.decision`` is ``queued`` until then; see
+        The coflow is admitted on its ECMP paths at leftover rates before the reply
+        (``coflow.decision`` ``provisional``, :mod:`.admission`); the scheduler places
+        it after the reply, in the decision worker (see
         :meth:`~.app.RapierController.submit`)."""
         settings = self.app.core.settings
         body = decode_json_body(read_body(req, settings.max_body_bytes))
