@@ -792,7 +792,10 @@ class Emulation:
             raise EmulationError(f"POST /coflows {body.get('id')}: {st} {obj}")
 
         def ready(view: dict) -> bool:
-            return view.get("decision") != "queued" and view.get("rates", "applied") == "applied"
+            # placed by the scheduler: not queued, nor provisional (admitted on ECMP
+            # paths at leftover rates until the scheduler places it)
+            return view.get("decision") not in ("queued", "provisional") and \
+                view.get("rates", "applied") == "applied"
 
         if wait_decided_s > 0 and not ready(obj.get("coflow", {})):
             deadline = time.time() + wait_decided_s

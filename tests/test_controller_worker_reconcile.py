@@ -22,7 +22,7 @@ from webob import Request
 from enforcement import client
 from mininet_tests.ryuproc import ControllerError, start_controller, stop_controller
 from rapier_app.controller import reconcile
-from rapier_app.controller.rules import COOKIE_TAG, FlowRule
+from rapier_app.controller.rules import COOKIE_TAG, FlowRule, diff_rules
 from rapier_app.controller.pushes import PushBook
 from rapier_app.controller.worker import DecisionWorker
 from ryu.app.wsgi import WSGIApplication
@@ -199,11 +199,19 @@ def test_post_returns_before_the_decision_and_queued_posts_share_one_decision():
     for i, (s, d) in enumerate([("h1", "h5"), ("h2", "h6"), ("h3", "h9")]):
         st, body = call(app, "POST", "/rapier/v1/coflows",
                         {"flows": [flow(s, d, 10 * MB, 6000 + i)]})
-        assert st == 201 and body["coflow"]["decision"] == "queued"
-        assert body["coflow"]["flows"][0]["path"] is None
+        # admitted in the handler: its ECMP path, no scheduler call (.admission)
+        assert st == 201 and body["coflow"]["decision"] == "provisional"
+        path = body["coflow"]["flows"][0]["path"]
+        assert path[0] == s and path[-1] == d
         ids.append(body["id"])
     assert app.core.schedule_count == before
-    assert all(dp.log == [] for dp in dps.values())  # no rule sent from the handler
+    # the handler sent the admitted flows' rules only: one per switch of each path
+    assert sum(isinstance(m, parser.OFPFlowMod) for dp in dps.values() for m in dp.log) \
+        == len(app.core.desired) == sum(len(c.flows[0].path) - 2
+                                        for c in app.core.active())
+    admitted = dict(app.core.desired)
+    for dp in dps.values():
+        dp.log.clear()
     assert app.worker.backlog() == 3
     assert app.worker.run_once(block=False) == ids
     assert app.core.schedule_count == before + 1  # one decision for the three
@@ -211,8 +219,9 @@ def test_post_returns_before_the_decision_and_queued_posts_share_one_decision():
     for cid in ids:
         st, c = call(app, "GET", f"/rapier/v1/coflows/{cid}")
         assert c["decision"] == "scheduled" and c["flows"][0]["path"] is not None
+    # the decision sent only what changed from the admitted paths (re-routes)
     assert sum(isinstance(m, parser.OFPFlowMod) for dp in dps.values() for m in dp.log) \
-        == len(app.core.desired)
+        == len(diff_rules(admitted, dict(app.core.desired)))
     assert app.worker.run_once(block=False) == []  # empty queue: no decision
 
 
