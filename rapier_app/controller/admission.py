@@ -32,7 +32,7 @@ decided in the POST itself and nothing is admitted.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -128,7 +128,7 @@ class AdmissionMixin:
         residual = self._admission_residual(topo)
         acts = Actions()
         desired = self.desired
-        limits: Dict[str, List[Dict[str, Any]]] = {}
+        limits: List[Tuple[str, Dict[str, Any]]] = []
         for f in sorted(flows, key=lambda f: -(f.spec.size_bytes - f.bytes_sent)):
             fid = f.flow_id
             path = tuple(target.ecmp_path(f))
@@ -147,20 +147,16 @@ class AdmissionMixin:
                 acts.rules.append(r)
             f.path, f.rate_bps = path, rate
             tr = self.tracks[fid]
-            limits.setdefault(f.src, []).append(flow_limit(
+            limits.append((f.src, flow_limit(
                 fid, self.ip(f.src), self.ip(f.dst), f.dst_port,
-                rate if rate > 0 else self.settings.min_rate_bps, tr.proto, tr.src_port))
+                rate if rate > 0 else self.settings.min_rate_bps, tr.proto, tr.src_port)))
         if not acts.rules:
             return acts
         self.decision[cid] = PROVISIONAL
         self.admitted_count += 1
-        wanted = dict(self._pushes.limits)
-        for host, entries in limits.items():
-            wanted[host] = list(wanted.get(host, [])) + entries
-        if self.settings.agent_url:
-            acts.pushes.extend(self._pushes.update(wanted))
-        else:
-            self._pushes.limits = wanted
+        for host, entry in limits:  # the pushes of its hosts only (.pushes.PushBook)
+            self._pushes.want(host, entry)
+        acts.pushes.extend(self._pushes.update_changed(push=bool(self.settings.agent_url)))
         return acts
 
 

@@ -142,7 +142,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         # Issue 14, responsiveness and reconciliation (worker.py, reconcile.py).
         self.worker = DecisionWorker(hub.Queue(), hub.QueueEmpty, self._decide_batch,
                                      log=LOG)
-        self._init_loop(offload=tpool.execute)  # decisions in a native thread (loop.py)
+        # decisions in a native thread, yields to the event loop (loop.py)
+        self._init_loop(offload=tpool.execute, sleep=hub.sleep)
         self._batches: Dict[int, int] = {}  # dpid -> rule batches sent
         self._reconcile_req: Dict[int, int] = {}  # dpid -> _batches at the request
         self._reconcile_due: Set[int] = set()
@@ -233,6 +234,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         are recorded pending before anything is sent, so that an error or the
         barrier reply always finds them.
         """
+        self._slice_t0 = time.perf_counter()
         for dpid in sorted(dpids):
             lock = self._writing.setdefault(dpid, threading.Lock())
             while self._outbox.get(dpid):
@@ -249,13 +251,16 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
                             batch.append(box.popleft())
                         if dp is not None:
                             self._send_batch(dp, batch)
+                            self._pause()
                 finally:
                     lock.release()
 
     def _send_batch(self, dp, batch) -> None:
         idle = self.settings.rule_idle_timeout_s
         msgs, rules = [], []
-        for item, msg in batch:
+        for n, (item, msg) in enumerate(batch, 1):
+            if n % 32 == 0:
+                self._pause()  # built, not sent yet: nothing is half done
             if msg is None:
                 msg = ofmsgs.message_for(dp, item, idle)
             xid = dp.set_xid(msg)
@@ -320,10 +325,12 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
 
     def coflows_page(self, state=None, limit=None, offset=0, flows=False) -> Dict[str, Any]:
         """``GET /coflows`` (:meth:`~.durability.DurabilityMixin.coflows_page`), the
-        lock taken per coflow, yielding in between (``/health``, POSTs, decisions go
-        on); a coflow that left memory meanwhile is left out."""
+        lock taken per coflow, yielding between coflows once a stretch ran over
+        :attr:`SLICE_S` (``/health``, POSTs, decisions go on); a coflow that left
+        memory meanwhile is left out."""
         with self._lock:
             page = self.core.page_ids(state, limit, offset)
+        self._slice_t0 = time.perf_counter()
         views = []
         for cid in page.pop("ids"):
             with self._lock:
@@ -332,7 +339,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
                 except RequestError as exc:
                     if exc.status != 404:
                         raise
-            hub.sleep(0)  # green threads: let /health and POSTs in between coflows
+            self._pause()  # let /health and POSTs in once a stretch ran over SLICE_S
         return {"coflows": views, **page}
 
     def observed(self) -> Dict[str, Any]:

@@ -51,8 +51,10 @@ defines it):
 * :mod:`.arp` -- proxy ARP bytes;
 * :mod:`.decisions` -- a decision in three steps (snapshot, scheduler call,
   apply), the budget and the deferral of decisions while one runs;
-* here -- :class:`ControllerCore`, which ties them together: the schedule -> rules
-  and pushes step, and :func:`make_core`.
+* :mod:`.applying` -- the schedule -> rules and pushes step
+  (:meth:`~.applying.ApplyMixin._apply`), at the cost of the flows that changed;
+* here -- :class:`ControllerCore`, which ties them together (rules of one flow,
+  the desired rule table), and :func:`make_core`.
 """
 
 from __future__ import annotations
@@ -62,8 +64,9 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from topologies import Topology, TopologyError, build_topology
 
-from ..core.model import Allocation, CoflowState, FlowState, InfoPolicy, Schedule
+from ..core.model import CoflowState, FlowState, InfoPolicy, Schedule
 from .admission import AdmissionMixin
+from .applying import ApplyMixin
 from .arp import build_arp_reply, parse_arp_request
 from .coexist import BACKGROUND, CoexistMixin
 from .decisions import DecisionMixin
@@ -74,7 +77,7 @@ from .metrics import CoreMetrics
 from .openflows import OpenFlowsMixin
 from .progress import ProgressMixin
 from .reconcile import Repair, diff_table, entry_from_stats
-from .pushes import PushBook, flow_limit
+from .pushes import PushBook
 from .registry import SCHEDULED, FlowTrack, RegistryMixin
 from .rules import PRIORITY_COFLOW, Actions, FlowRule, check_observed, default_forwarding
 from .settings import Settings, SettingsError, build_scheduler
@@ -156,8 +159,8 @@ class DesiredRules(dict):
         return [r for _, r in sorted(self._by_switch.get(dpid, {}).items())]
 
 
-class ControllerCore(AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixin, ProgressMixin, DurabilityMixin,
-                     ViewsMixin, CoexistMixin, FabricMixin):
+class ControllerCore(ApplyMixin, AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixin,
+                     ProgressMixin, DurabilityMixin, ViewsMixin, CoexistMixin, FabricMixin):
     """Coflow registry, scheduling, rule diffs, agent pushes and progress.
 
     Args:
@@ -205,6 +208,7 @@ class ControllerCore(AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixi
         self._desired = DesiredRules()
         #: flow id -> (path or ("count", first dpid), its rules) of the last decision
         self._rule_cache: Dict[str, Tuple[tuple, List[FlowRule]]] = {}
+        self.setup_apply()
         self.ledger = RuleLedger()
         self.store = store
         self._pushes = PushBook(self.agent_url)
@@ -297,11 +301,14 @@ class ControllerCore(AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixi
             return False
         return path[1] in self._dpid
 
-    def _flow_rules(self, f: FlowState, path: Optional[tuple]) -> Tuple[tuple, List[FlowRule]]:
+    def _flow_rules(self, f: FlowState, path: Optional[tuple],
+                    built: Optional[List[FlowRule]] = None) -> Tuple[tuple, List[FlowRule]]:
         """``(key, rules)`` of flow ``f``: its path rules (``path``) or its counting
         rule (None), reused from the last decision when the key -- the path, or the
         first-hop switch of the counting rule -- is the same and the desired table
-        still holds exactly those rules (:attr:`_rule_cache`)."""
+        still holds exactly those rules (:attr:`_rule_cache`); else ``built`` (the
+        path's rules, built off the event loop by
+        :meth:`~.applying.ApplyMixin.plan_apply`) or new ones."""
         fid = f.flow_id
         key = path if path is not None else ("count", self.tracks[fid].first_dpid)
         hit = self._rule_cache.get(fid)
@@ -311,90 +318,12 @@ class ControllerCore(AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixi
             if mine is not None and len(mine) == len(rules) and \
                     all(mine.get((r.dpid, fid)) is r for r in rules):
                 return key, rules
-        rules = self._path_rules(f, path) if path is not None else [self._counting_rule(f)]
+        if path is None:
+            rules = [self._counting_rule(f)]
+        else:
+            rules = built if built is not None else self._path_rules(f, path)
         self._rule_cache[fid] = (key, rules)
         return key, rules
-
-    def _apply(self, sched: Schedule, active: Sequence[CoflowState], keep=(),
-               hold=(), partial: bool = False) -> Actions:
-        """Turn ``sched`` into rule changes and agent pushes for the flows of
-        ``active``, changing :attr:`desired` in place: a flow whose path (or
-        counting rule) is unchanged costs a look-up, not a rule build, and only the
-        flows that moved, arrived or left give rule changes (adds and modifies
-        first, in flow order, then deletes: the new path is ready before the old
-        one goes), as :func:`~.rules.diff_rules` of the old and new tables.  Rules
-        of flows neither in ``active`` nor in ``keep`` (flow ids) are deleted; the
-        flows of the coflows in ``hold`` (ids) keep their path and rate.  ``partial``
-        (a slice of a cut Algorithm 1 pass, :mod:`.decisions`): the rate limits of
-        flows not in ``active`` are kept as they are, not dropped."""
-        acts = Actions()
-        desired = self._desired
-        limits: Dict[str, List[Dict[str, Any]]] = {}
-        changes: List[FlowRule] = []
-        deletes: List[FlowRule] = []
-        seen = set()
-        for c in active:
-            fb = c.coflow_id in sched.fallback or self.decision.get(c.coflow_id) == BACKGROUND
-            for f in c.active_flows():
-                fid = f.flow_id
-                seen.add(fid)
-                a = Allocation(f.path, f.rate_bps) \
-                    if c.coflow_id in hold and f.path else sched.allocations.get(fid)
-                path = tuple(a.path) if a is not None else None
-                if fb or path is None or not self._valid_path(f, path):
-                    if path is not None and not fb and not self._valid_path(f, path):
-                        self._log("error", "flow %s: scheduler gave unusable path %s; "
-                                  "default forwarding", fid, "-".join(path))
-                    key, rules = self._flow_rules(f, None)
-                    f.path = None
-                    f.rate_bps = float(a.rate_bps) if (a is not None and not fb) else 0.0
-                else:
-                    self.tracks[fid].first_dpid = self._dpid[path[1]]
-                    key, rules = self._flow_rules(f, path)
-                    f.path = path
-                    f.rate_bps = float(a.rate_bps)
-                mine = desired._by_flow.get(fid)
-                if mine is None or len(mine) != len(rules) or \
-                        any(mine.get((r.dpid, fid)) is not r for r in rules):
-                    old = dict(mine or {})
-                    for k in old:
-                        del desired[k]
-                    for r in rules:
-                        k = (r.dpid, fid)
-                        o = old.pop(k, None)
-                        if o is None:
-                            changes.append(r)
-                        elif o.actions != r.actions:
-                            changes.append(r.with_command("modify"))
-                        desired[k] = r
-                    deletes.extend(o.with_command("delete") for o in old.values())
-                if not fb:
-                    rate = f.rate_bps if f.rate_bps > 0 else self.settings.min_rate_bps
-                    tr = self.tracks[f.flow_id]
-                    limits.setdefault(f.src, []).append(flow_limit(
-                        fid, self.ip(f.src), self.ip(f.dst), f.dst_port, rate,
-                        tr.proto, tr.src_port))
-        touched = set(seen) if partial else seen
-        seen.update(keep)
-        for fid in [x for x in desired._by_flow if x not in seen]:  # flows that left
-            deletes.extend(o.with_command("delete") for o in desired.of_flow(fid))
-            for k in list(desired._by_flow.get(fid, ())):
-                del desired[k]
-            self._rule_cache.pop(fid, None)
-        acts.rules.extend(changes)
-        acts.rules.extend(deletes)
-        if partial:  # the limits of the flows this call did not touch stay
-            for host, entries in self._pushes.limits.items():
-                kept = [e for e in entries if e["flow_id"] not in touched
-                        and e["flow_id"] in desired._by_flow]
-                if kept:
-                    limits[host] = kept + limits.get(host, [])
-        # Agent pushes: every host whose set changed (hosts that lost all flows get []).
-        if self.settings.agent_url:
-            acts.pushes.extend(self._pushes.update(limits))
-        else:
-            self._pushes.limits = limits
-        return acts
 
     @property
     def desired(self) -> DesiredRules:
@@ -407,6 +336,7 @@ class ControllerCore(AdmissionMixin, DecisionMixin, RegistryMixin, OpenFlowsMixi
     def desired(self, rules) -> None:
         self._desired = rules if isinstance(rules, DesiredRules) else DesiredRules(rules)
         self._rule_cache.clear()
+        self._apply_full = True  # the apply step's records no longer hold (.applying)
 
     # -- what the switches hold (barrier-confirmed, issue 14) --------------------------
     @property

@@ -10,8 +10,9 @@ Part of :class:`.core.ControllerCore` (as :class:`DecisionMixin`).  A decision i
    Ryu shell runs it in a native thread (:mod:`.loop`) while the event loop serves
    reads, ``/health``, POSTs and DELETEs;
 3. :meth:`DecisionMixin.end_decision` (under the lock): decision states, fallbacks
-   and the rule and push changes (:meth:`~.core.ControllerCore._apply`, which only
-   rebuilds flows that moved).
+   and the rule and push changes (:meth:`~.applying.ApplyMixin._apply`, which only
+   handles the flows whose allocation changed: step 2 found them off the event loop,
+   :meth:`~.applying.ApplyMixin.plan_apply`).
 
 :meth:`DecisionMixin.reschedule` runs the three at once.  While a decision is in
 flight, or when the shell's decision worker takes every decision
@@ -71,6 +72,8 @@ class DecisionJob:
     solve_s: float = 0.0
     error: Optional[str] = None
     ids: set = field(default_factory=set)
+    #: the flows whose allocation changed (:meth:`~.applying.ApplyMixin.plan_apply`)
+    changed: Optional[dict] = None
 
 
 class DecisionMixin:
@@ -201,6 +204,11 @@ class DecisionMixin:
             sched = Schedule()
         job.solve_s = (wall_clock() - t0) if wall_clock else 0.0
         job.sched = sched
+        # what the rule-apply step has to do, found here (off the event loop)
+        try:
+            job.changed = self.plan_apply(sched, job.active)
+        except Exception as exc:  # noqa: BLE001 -- the apply step finds it itself
+            self._log("error", "planning the rule changes failed: %r", exc)
         return sched
 
     def end_decision(self, job: DecisionJob, now: float) -> Actions:
@@ -258,12 +266,11 @@ class DecisionMixin:
             mine = [c for c in still if c.coflow_id not in hold]
             keep = {f.flow_id for c in late for f in c.flows}
             keep.update(f.flow_id for c in still if c.coflow_id in hold for f in c.flows)
-            acts = self._apply(sched, mine, keep, (), partial=True)
+            acts = self._apply(sched, mine, keep, (), job.changed, partial=True)
         else:
             adm = {c.coflow_id for c in admitted}
             keep = {f.flow_id for c in late if c.coflow_id not in adm for f in c.flows}
-            acts = self._apply(sched, still + admitted, keep,
-                               hold | adm)
+            acts = self._apply(sched, still + admitted, keep, hold | adm, job.changed)
         if deferred and not self.worker_decides:
             self.decision_due = True
         elif deferred:

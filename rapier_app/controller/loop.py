@@ -26,7 +26,9 @@ Uses the app's ``core``, ``worker``, ``_lock``, ``_core_call`` and ``now``.
 
 from __future__ import annotations
 
+import gc
 import threading
+import time
 from collections import deque
 from typing import Any, Callable, Optional
 
@@ -34,23 +36,62 @@ from typing import Any, Callable, Optional
 class DecisionLoopMixin:
     """Decisions off the event loop (see the module docstring)."""
 
-    def _init_loop(self, offload: Optional[Callable[..., Any]] = None) -> None:
+    #: freeze the collector's view after each decision (:meth:`_settle_gc`)
+    settle_gc = True
+    #: a full collection once the frozen objects grew by this factor since the last
+    GC_FULL_GROWTH = 4.0
+    #: young collections between two full ones (Python's default: 10)
+    GC_GEN2_THRESHOLD = 1000
+    _gc_full_at = 0
+
+    def _settle_gc(self) -> None:
+        """After a decision: collect the young generations, then move every object
+        that survived into the collector's permanent generation (``gc.freeze``), so
+        that a full collection -- which walks every tracked object and holds the
+        event loop for as long: half a second with 20,000 flows and their rules --
+        only walks what was made since.  A full collection of everything
+        (``gc.unfreeze``) runs when no coflow is active (the heap is small then) or
+        once the frozen objects grew :attr:`GC_FULL_GROWTH` times since the last
+        one, so that garbage cycles frozen alive are still reclaimed."""
+        if not self.settle_gc:
+            return
+        full = not self.core.active() or \
+            gc.get_freeze_count() > self.GC_FULL_GROWTH * self._gc_full_at > 0
+        if full:
+            gc.unfreeze()
+            gc.collect()
+        else:
+            gc.collect(1)
+        gc.freeze()
+        if full or not self._gc_full_at:
+            self._gc_full_at = gc.get_freeze_count()
+
+    def _init_loop(self, offload: Optional[Callable[..., Any]] = None,
+                   sleep: Optional[Callable[[float], Any]] = None) -> None:
         """Set up the decision gate and the queue of late flow-stats replies.
 
         Args:
             offload: ``offload(fn, *args)`` runs ``fn(*args)`` off the event loop and
                 returns its result (``eventlet.tpool.execute``); used only while the
                 worker runs (None, or the worker not started: called in place).
+            sleep: ``sleep(0)`` yields to the event loop (``hub.sleep``; default
+                ``time.sleep``), see :meth:`_pause`.
         """
+        self._sleep = sleep or time.sleep
         #: held from a decision's snapshot to its rules (module docstring)
         self._gate = threading.Lock()
         self._late_stats: deque = deque()
         self._offload = offload
 
     def _start_loop(self) -> None:
-        """The worker runs: every decision is its (the core defers the others)."""
+        """The worker runs: every decision is its (the core defers the others); the
+        collector's full collections become rare (:meth:`_settle_gc`)."""
+        if self.settle_gc:
+            g0, g1, _ = gc.get_threshold()
+            gc.set_threshold(g0, g1, self.GC_GEN2_THRESHOLD)
         self.core.worker_decides = True
         self.core.on_decision_due = self.worker.wake
+        self.core.apply_pause = self._pause_apply
 
     def _decide_batch(self, ids) -> bool:
         """One decision (the worker's callback), for the queued coflows ``ids`` and
@@ -68,8 +109,41 @@ class DecisionLoopMixin:
                         self.core.run_decision(job)
                 finally:
                     self._core_call(lambda now: self.core.end_decision(job, now))
+                self._settle_gc()
             self._apply_late_stats()
         return self.core.wants_decision()
+
+    #: longest stretch (s) of rule-apply or message-building work, or of a page of
+    #: coflows, before the event loop gets a turn (:meth:`_pause`)
+    SLICE_S = 0.005
+
+    def _pause(self) -> None:
+        """Yield to the event loop (``/health``, reads) once the current stretch of
+        work ran over :attr:`SLICE_S` (called between flow mods of a batch, between
+        switches, between the coflows of a page)."""
+        if time.perf_counter() - getattr(self, "_slice_t0", 0.0) > self.SLICE_S:
+            self._sleep(0)
+            self._slice_t0 = time.perf_counter()
+
+    def _pause_apply(self) -> None:
+        """The core's rule-apply step is at a consistent point
+        (:attr:`~.applying.ApplyMixin.apply_pause`): once the current stretch ran
+        over ``SLICE_S``, release the app's lock, let the event loop serve
+        ``/health``, reads, POSTs and DELETEs, and take the lock back.  Progress and
+        fabric changes still wait (the decision gate stays held)."""
+        t = time.perf_counter()
+        if t - getattr(self, "_slice_t0", 0.0) <= self.SLICE_S:
+            return
+        try:
+            self._lock.release()
+        except RuntimeError:  # not called under the lock: only yield
+            self._sleep(0)
+        else:
+            try:
+                self._sleep(0)
+            finally:
+                self._lock.acquire()
+        self._slice_t0 = time.perf_counter()
 
     def _stats_arrived(self, dpid: int, entries) -> None:
         """A complete flow-stats reply of ``dpid``: applied now, or after the

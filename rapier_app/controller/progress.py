@@ -325,6 +325,7 @@ class ProgressMixin:
         flows (the finished flows' rules and agent rates are removed)."""
         if not finished:
             return Actions()
+        self.note_left(finished)  # their rules and limits go at the next apply
         coflow_done = False
         ended = []
         for c in self.active():
@@ -337,7 +338,8 @@ class ProgressMixin:
         self._record_finished(finished, ended, now)
         if (self.reschedule_mode() == "coflow" and not coflow_done
                 and self.last_schedule is not None and not self.adds_pending):
-            acts = self._apply(self.last_schedule, self.active())
+            # the last decision again: nothing changed but the flows that left
+            acts = self._apply(self.last_schedule, self.active(), changed={})
         else:
             acts = self.reschedule(now)
         acts.finished = finished

@@ -73,7 +73,12 @@ class PushBook:
     def __init__(self, url_of: Callable[[str], str]):
         self.url_of = url_of
         self.pushed: Dict[str, Tuple] = {}
-        self.limits: Dict[str, List[Dict[str, Any]]] = {}
+        #: host -> {flow id: entry}: the wanted sets (:attr:`limits` as lists)
+        self._sets: Dict[str, Dict[str, Dict[str, Any]]] = {}
+        #: flow id -> the host whose wanted set holds it
+        self._want_host: Dict[str, str] = {}
+        #: hosts whose wanted set changed since the last :meth:`update_changed`
+        self._changed: set = set()
         #: host -> (consecutive failures, earliest time of the next retry in s)
         self.backoff: Dict[str, Tuple[int, float]] = {}
         #: host -> generation of the last push handed out / acknowledged by the agent
@@ -83,6 +88,61 @@ class PushBook:
         self.first: Dict[str, Dict[str, int]] = {}
         #: flow id -> the host whose set holds its limit
         self.host_of: Dict[str, str] = {}
+
+    @property
+    def limits(self) -> Dict[str, List[Dict[str, Any]]]:
+        """The wanted sets: host -> flow entries (:func:`flow_limit`), hosts with at
+        least one limit (a new dict of new lists)."""
+        return {h: list(d.values()) for h, d in self._sets.items() if d}
+
+    @limits.setter
+    def limits(self, limits: Mapping[str, List[Dict[str, Any]]]) -> None:
+        self._changed.update(h for h, d in self._sets.items() if d)
+        self._sets, self._want_host = {}, {}
+        for host, flows in limits.items():
+            for d in flows:
+                self.want(host, d)
+
+    def want(self, host: str, entry: Dict[str, Any]) -> None:
+        """Make ``entry`` (:func:`flow_limit`) flow ``entry["flow_id"]``'s wanted
+        limit, on ``host`` (replacing its entry, on whichever host it was)."""
+        fid = entry["flow_id"]
+        was = self._want_host.get(fid)
+        if was is not None and was != host:
+            self.unwant(fid)
+        self._sets.setdefault(host, {})[fid] = entry
+        self._want_host[fid] = host
+        self._changed.add(host)
+
+    def unwant(self, flow_id: str) -> None:
+        """Flow ``flow_id`` wants no limit any more (nothing when it had none)."""
+        host = self._want_host.pop(flow_id, None)
+        if host is not None:
+            mine = self._sets[host]
+            del mine[flow_id]
+            if not mine:
+                del self._sets[host]
+            self._changed.add(host)
+
+    def update_changed(self, push: bool = True) -> List[AgentPush]:
+        """The pushes of the hosts whose wanted set changed since the last call (see
+        :meth:`want`, :meth:`unwant`) and of the hosts whose last push failed, when
+        what they were last sent differs (hosts that lost all flows get ``[]``),
+        in name order, each set sorted by flow id: what :meth:`update` gives with
+        the whole table, at the cost of the hosts that changed.  ``push=False``
+        (agents off): forget the changes, no push."""
+        changed, self._changed = self._changed, set()
+        if not push:
+            return []
+        changed.update(h for h, k in self.pushed.items() if k == FAILED)
+        out = []
+        for host in sorted(changed):
+            flows = sorted(self._sets.get(host, {}).values(), key=lambda d: d["flow_id"])
+            if not flows and host not in self.pushed:
+                continue
+            if self.pushed.get(host) != _key(flows):
+                out.append(self._push(host, flows))
+        return out
 
     def _push(self, host: str, flows: List[Dict[str, Any]]) -> AgentPush:
         if flows:
@@ -117,7 +177,8 @@ class PushBook:
         """Make ``limits`` the wanted sets; the pushes of every host whose set differs
         from what it was last sent (hosts that lost all flows get ``[]``), hosts in
         name order, each set sorted by flow id."""
-        self.limits = dict(limits)
+        self.limits = limits
+        self._changed = set()
         out = []
         for host in sorted(set(limits) | set(self.pushed)):
             flows = sorted(limits.get(host, []), key=lambda d: d["flow_id"])
@@ -151,13 +212,13 @@ class PushBook:
         backoff (see :meth:`failed`) has run out at ``now`` (s; default: all)."""
         due = sorted(h for h, k in self.pushed.items()
                      if k == FAILED and self.backoff.get(h, (0, 0.0))[1] <= now)
-        return [self._push(host, sorted(self.limits.get(host, []), key=lambda d: d["flow_id"]))
-                for host in due]
+        return [self._push(host, sorted(self._sets.get(host, {}).values(),
+                                        key=lambda d: d["flow_id"])) for host in due]
 
     def push_all(self) -> List[AgentPush]:
         """The full current set of every host that has limits or was sent some (the
         periodic agent reconciliation: PUT replaces whatever the agent holds, so a
         limit it lost or kept by mistake is repaired), hosts in name order."""
-        hosts = sorted(set(self.limits) | set(self.pushed))
-        return [self._push(h, sorted(self.limits.get(h, []), key=lambda d: d["flow_id"]))
-                for h in hosts]
+        hosts = sorted({h for h, d in self._sets.items() if d} | set(self.pushed))
+        return [self._push(h, sorted(self._sets.get(h, {}).values(),
+                                     key=lambda d: d["flow_id"])) for h in hosts]

@@ -206,6 +206,7 @@ class RegistryMixin:
         self.ended_s[cid] = now
         for f in c.flows:
             f.rate_bps = 0.0
+        self.note_left(f.flow_id for f in c.flows)  # rules and limits: next apply
         self._log("info", "coflow %s cancelled at %.3f s", cid, now)
         return self.reschedule(now)
 

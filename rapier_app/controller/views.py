@@ -26,6 +26,17 @@ def _jsonable(v):
     return str(v)
 
 
+def _num(v):
+    """A number for JSON: finite floats and ints as they are, numpy scalars as
+    Python ones, non-finite floats and None as None (:func:`_jsonable` for one
+    scalar, without its walk)."""
+    t = type(v)
+    if t is int or v is None:
+        return v
+    if t is float:
+        return v if math.isfinite(v) else None
+    return _jsonable(v)
+
 
 class ViewsMixin:
     """The REST views of :class:`.core.ControllerCore` (reads ``coflows``, ``state``,
@@ -34,7 +45,8 @@ class ViewsMixin:
 
     # -- views (JSON-ready) -------------------------------------------------------
     def flow_view(self, f: FlowState) -> Dict[str, Any]:
-        """One flow for the REST API (bytes, bit/s, seconds): ``index`` in its
+        """One flow for the REST API, JSON-ready (bytes, bit/s, seconds; non-finite
+        numbers as None): ``index`` in its
         coflow, the match (``protocol``, also as ``proto``; ``src_port``,
         ``dst_port``: None = any), ``size_bytes`` (None while unknown; then
         ``estimate_bytes`` is the estimate the scheduler uses, :mod:`.openflows`),
@@ -43,17 +55,20 @@ class ViewsMixin:
         proto = tr.proto if tr is not None else "tcp"
         known = tr is None or tr.size_known
         unknown = not known and not f.done
-        return {"flow_id": f.flow_id, "index": f._ord, "src": f.src, "dst": f.dst,
+        size = _num(f.spec.size_bytes)
+        fin = _num(f.finish_s)
+        return {"flow_id": f.flow_id, "index": _num(f._ord), "src": f.src, "dst": f.dst,
                 "src_ip": self.ip(f.src), "dst_ip": self.ip(f.dst), "proto": proto,
-                "protocol": proto, "src_port": None if tr is None else tr.src_port,
-                "dst_port": f.dst_port,
-                "size_bytes": None if unknown else f.spec.size_bytes, "size_known": known,
-                "estimate_bytes": f.spec.size_bytes if unknown else None,
-                "bytes_sent": f.bytes_sent,
-                "rate_bps": f.rate_bps, "path": list(f.path) if f.path else None,
+                "protocol": proto, "src_port": None if tr is None else _num(tr.src_port),
+                "dst_port": _num(f.dst_port),
+                "size_bytes": None if unknown else size, "size_known": bool(known),
+                "estimate_bytes": size if unknown else None,
+                "bytes_sent": _num(f.bytes_sent),
+                "rate_bps": _num(f.rate_bps),
+                "path": [str(n) for n in f.path] if f.path else None,
                 "state": "done" if f.done else self.state[f.coflow_id],
-                "finish_s": f.finish_s,
-                "fct_s": None if f.finish_s is None else f.finish_s - f.start_s}
+                "finish_s": fin,
+                "fct_s": None if f.finish_s is None else _num(f.finish_s - f.start_s)}
 
     def coflow_view(self, cid: str, flows: bool = True) -> Dict[str, Any]:
         """One coflow for ``GET /coflows/<id>`` (``flows``: with its flows; False:
@@ -68,9 +83,10 @@ class ViewsMixin:
                "fallback": self.fallback.get(cid),
                "open": cid in self.open_coflows and self.state[cid] == "active",
                "name": self.names.get(cid)}
-        if flows:
+        out = _jsonable(out)
+        if flows:  # flow views are JSON-ready (no walk over them)
             out["flows"] = [self.flow_view(f) for f in c.flows]
-        return _jsonable(out)
+        return out
 
     def coflows_view(self) -> List[Dict[str, Any]]:
         """Every coflow (all states) in arrival order."""
