@@ -63,6 +63,7 @@ def make_app(args, db: str):
     app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
         scheduler=args.scheduler, topology=args.topology, agent_url="", state_db=db))
     app.wsgi = wsgi
+    app.settle_gc = True  # as RapierController.start() does under ryu-manager
     seen = {}
     g = app.core.topology.graph
     for s in app.core.topology.switches:

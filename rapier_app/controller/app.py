@@ -180,6 +180,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
     def start(self):
         """Start Ryu's event loop plus the poller and the agent pusher."""
         super().start()
+        self.settle_gc = True  # the process is ours: keep full collections short
         self._start_loop()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._push_loop))

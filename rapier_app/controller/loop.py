@@ -36,8 +36,9 @@ from typing import Any, Callable, Optional
 class DecisionLoopMixin:
     """Decisions off the event loop (see the module docstring)."""
 
-    #: freeze the collector's view after each decision (:meth:`_settle_gc`)
-    settle_gc = True
+    #: freeze the collector's view after each decision (:meth:`_settle_gc`); set by
+    #: ``RapierController.start`` (``ryu-manager``), off for an app built in-process
+    settle_gc = False
     #: a full collection once the frozen objects grew by this factor since the last
     GC_FULL_GROWTH = 4.0
     #: young collections between two full ones (Python's default: 10)
