@@ -98,6 +98,59 @@ class Poller:
         return [d for t, d in self.samples.get(kind, []) if t0 <= t <= t1]
 
 
+def clients(base, args, posted, decided, out) -> None:
+    """The clients, in a process of their own (no interpreter lock shared with the
+    controller): POSTs one by one, ``/health`` and the reads meanwhile, then the
+    reads again once the parent saw every decision taken (``decided``)."""
+    rnd = random.Random(args.seed)
+    hosts = [f"h{i}" for i in range(1, args.hosts + 1)]
+    bodies = []
+    for i in range(args.coflows):
+        flows = []
+        for j in range(args.flows):
+            s, d = rnd.sample(hosts, 2)
+            flows.append({"src": s, "dst": d, "size_bytes": rnd.randint(1, 100) * MB,
+                          "dst_port": 1024 + (i * args.flows + j) % 60000})
+        bodies.append({"id": f"c{i}", "flows": flows})
+    ids, post_lat, failures = [], [], []
+    health = Poller(base, lambda: [("health", "/rapier/v1/health")], args.health_ms / 1e3)
+    reads = Poller(base, lambda: [("list", "/rapier/v1/coflows"),
+                                  ("one", f"/rapier/v1/coflows/{ids[-1]}")]
+                   if ids else [], 0.05)
+    t0 = time.perf_counter()
+    for body in bodies:
+        t = time.perf_counter()
+        st, res = client.request(base, "POST", "/rapier/v1/coflows", body, timeout=60)
+        post_lat.append(time.perf_counter() - t)
+        if st != 201:
+            failures.append((body["id"], st, str(res)[:200]))
+        ids.append(body["id"])
+    t_posted = time.perf_counter()
+    posted.set()
+    decided.wait(600)
+    t_decided = time.perf_counter()
+    reads.stop.set()
+    reads.thread.join()
+    after = {"list": [], "one": []}
+    for _ in range(args.reps):
+        for kind, path in (("list", "/rapier/v1/coflows"), ("one", f"/rapier/v1/coflows/{ids[-1]}")):
+            t = time.perf_counter()
+            st, _ = client.request(base, "GET", path, timeout=60)
+            after[kind].append(time.perf_counter() - t)
+            if st != 200:
+                failures.append((path, st))
+            time.sleep(0.02)
+    health.stop.set()
+    health.thread.join()
+    t_end = time.perf_counter()
+    out.put({"post": post_lat, "posted_s": t_posted - t0, "decided_s": t_decided - t0,
+             "list_during": reads.lat("list", t0, t_decided),
+             "one_during": reads.lat("one", t0, t_decided),
+             "list_after": after["list"], "one_after": after["one"],
+             "health": health.lat("health", t0, t_end),
+             "failures": failures + reads.errors + health.errors})
+
+
 def main(argv=None) -> int:
     """Run the measurement; returns 0, or 1 when a request failed."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -112,79 +165,45 @@ def main(argv=None) -> int:
                     help="profile the controller's thread (cProfile) and print its top 15")
     args = ap.parse_args(argv)
 
+    import multiprocessing
+
     from rapier_app.controller.inprocess import GreenServer
 
     tmp = tempfile.mkdtemp(prefix="rapier-reads-")
     app = make_app(args, os.path.join(tmp, "db.sqlite3"))
     core = app.core
-    hosts = sorted(core.topology.hosts)
-    rnd = random.Random(args.seed)
-    bodies = []
-    for i in range(args.coflows):
-        flows = []
-        for j in range(args.flows):
-            s, d = rnd.sample(hosts, 2)
-            flows.append({"src": s, "dst": d, "size_bytes": rnd.randint(1, 100) * MB,
-                          "dst_port": 1024 + (i * args.flows + j) % 60000})
-        bodies.append({"id": f"c{i}", "flows": flows})
-    posted = []
-    post_lat = []
-    failures = []
+    args.hosts = len(core.topology.hosts)
+    assert sorted(core.topology.hosts) == sorted(f"h{i}" for i in range(1, args.hosts + 1))
+    ctx = multiprocessing.get_context("spawn")
+    posted, decided, out = ctx.Event(), ctx.Event(), ctx.Queue()
     prof = None
     with GreenServer(app) as srv:
-        base = srv.url
         if args.profile:
             import cProfile
             prof = cProfile.Profile()
             srv.profile(prof)
-        health = Poller(base, lambda: [("health", "/rapier/v1/health")], args.health_ms / 1e3)
-        reads = Poller(base, lambda: [("list", "/rapier/v1/coflows"),
-                                      ("one", f"/rapier/v1/coflows/{posted[-1]}")]
-                       if posted else [], 0.05)
-        t0 = time.perf_counter()
-        for body in bodies:
-            t = time.perf_counter()
-            st, out = client.request(base, "POST", "/rapier/v1/coflows", body, timeout=60)
-            post_lat.append(time.perf_counter() - t)
-            if st != 201:
-                failures.append((body["id"], st, out))
-            posted.append(body["id"])
-        t_posted = time.perf_counter()
-        while True:  # until every decision is taken
-            st, sched = client.request(base, "GET", "/rapier/v1/schedule", timeout=60)
-            if not sched.get("queued") and not core.deciding and not core.wants_decision():
-                break
-            time.sleep(0.05)
-        t_decided = time.perf_counter()
-        reads.stop.set()
-        reads.thread.join()
-        after = {"list": [], "one": []}
-        for _ in range(args.reps):
-            for kind, path in (("list", "/rapier/v1/coflows"),
-                               ("one", f"/rapier/v1/coflows/{posted[-1]}")):
-                t = time.perf_counter()
-                st, _ = client.request(base, "GET", path, timeout=60)
-                after[kind].append(time.perf_counter() - t)
-                if st != 200:
-                    failures.append((path, st))
-                time.sleep(0.02)
-        health.stop.set()
-        health.thread.join()
-        t_end = time.perf_counter()
+        proc = ctx.Process(target=clients, args=(srv.url, args, posted, decided, out))
+        proc.start()
+        posted.wait(600)
+        while core.deciding or core.wants_decision() or app.worker.backlog():
+            time.sleep(0.02)  # every decision taken (read in-process: no request)
+        decided.set()
+        res = out.get(timeout=600)
+        proc.join(60)
         if prof is not None:
             srv.profile(None)
-    failures += reads.errors + health.errors
+    failures = res["failures"]
     print(f"{args.coflows} coflows x {args.flows} flows on {args.topology} "
-          f"({args.scheduler}), fake switches, database file: POSTed in "
-          f"{t_posted - t0:.1f} s, decided {t_decided - t0:.1f} s after the first POST; "
-          f"{len(core.desired)} rules; failures {len(failures)}")
-    print(line("POST", post_lat))
-    print(f"{'last POST':28s} {post_lat[-1] * 1e3:7.1f} ms")
-    print(line("GET /coflows while POSTing", reads.lat("list", t0, t_decided)))
-    print(line("GET /coflows/<id> while POSTing", reads.lat("one", t0, t_decided)))
-    print(line("GET /coflows at the end", after["list"]))
-    print(line("GET /coflows/<id> at the end", after["one"]))
-    print(line("/health throughout", health.lat("health", t0, t_end)))
+          f"({args.scheduler}), fake switches, database file, clients in another process: "
+          f"POSTed in {res['posted_s']:.1f} s, decided {res['decided_s']:.1f} s after the "
+          f"first POST; {len(core.desired)} rules; failures {len(failures)}")
+    print(line("POST", res["post"]))
+    print(f"{'last POST':28s} {res['post'][-1] * 1e3:7.1f} ms")
+    print(line("GET /coflows while POSTing", res["list_during"]))
+    print(line("GET /coflows/<id> while POSTing", res["one_during"]))
+    print(line("GET /coflows at the end", res["list_after"]))
+    print(line("GET /coflows/<id> at the end", res["one_after"]))
+    print(line("/health throughout", res["health"]))
     print(f"decisions {app.worker.decisions}, largest batch {app.worker.largest_batch}; "
           f"apply step: {core.apply_counts}")
     if prof is not None:
