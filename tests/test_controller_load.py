@@ -323,9 +323,9 @@ def test_admission_survives_the_decision_in_flight_and_a_cut_slice_touches_only_
     applied = []
     apply = app.core._apply
 
-    def spy(sched, active, keep=(), hold=(), partial=False):
+    def spy(sched, active, keep=(), hold=(), partial=False, **kw):
         applied.append((partial, sorted(c.coflow_id for c in active)))
-        return apply(sched, active, keep, hold, partial)
+        return apply(sched, active, keep, hold, partial, **kw)
 
     app.core._apply = spy
     app.worker.run_once(block=False)

@@ -136,8 +136,8 @@ class ApplyMixin:
         return out
 
     def _apply(self, sched: Schedule, active: Sequence[CoflowState], keep=(),
-               hold=(), changed: Optional[Dict[str, List[PlanEntry]]] = None,
-               partial: bool = False) -> Actions:
+               hold=(), partial: bool = False,
+               changed: Optional[Dict[str, List[PlanEntry]]] = None) -> Actions:
         """Turn ``sched`` into rule changes and agent pushes for the flows of
         ``active``, changing :attr:`desired` in place: only the flows that moved,
         arrived or left give rule changes (adds and modifies first, in flow order,

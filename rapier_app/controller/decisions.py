@@ -266,11 +266,12 @@ class DecisionMixin:
             mine = [c for c in still if c.coflow_id not in hold]
             keep = {f.flow_id for c in late for f in c.flows}
             keep.update(f.flow_id for c in still if c.coflow_id in hold for f in c.flows)
-            acts = self._apply(sched, mine, keep, (), job.changed, partial=True)
+            acts = self._apply(sched, mine, keep, (), partial=True, changed=job.changed)
         else:
             adm = {c.coflow_id for c in admitted}
             keep = {f.flow_id for c in late if c.coflow_id not in adm for f in c.flows}
-            acts = self._apply(sched, still + admitted, keep, hold | adm, job.changed)
+            acts = self._apply(sched, still + admitted, keep, hold | adm,
+                               changed=job.changed)
         if deferred and not self.worker_decides:
             self.decision_due = True
         elif deferred:
