@@ -9,8 +9,12 @@ controller is down (killed at 1.5 s, the first flow's last byte about 2.6 s), so
 the second's finish shows how soon the restarted controller learns it.  Prints
 JSON: when the controller was killed, how long until its REST API and every switch
 were back, when the receivers had every byte (``last_byte_s``: the last flow's last
-byte), when the controller recorded every coflow done, the CCTs measured by the
-receivers and by the controller, and the controller's "restored ..." log line.
+byte), ``held_s`` (how long the last flow stayed held at the trickle after the first
+coflow's last byte: what a restart costs it), ``downtime_s`` (seconds from the
+SIGKILL to each phase of the new process's start, to the report of the first
+coflow accepted and to the held flow's release at its agent), when the controller
+recorded every coflow done, the CCTs measured by the receivers and by the
+controller, and the controller's "restored ..." log line.
 
 Usage (root, Open vSwitch running; about 30 s per run)::
 
@@ -22,11 +26,12 @@ Usage (root, Open vSwitch running; about 30 s per run)::
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,6 +40,43 @@ from mininet_tests.runner import REST_PREFIX, Emulation  # noqa: E402
 from rapier_app.core.model import CoflowSpec, FlowSpec  # noqa: E402
 
 MB = 1_000_000
+
+#: A rate below this (bit/s) is the trickle of a flow held behind another.
+HELD_BPS = 1e6
+
+_LIMITS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) .* limits now: (.*)$")
+
+
+def agent_limits(path: str) -> List[Tuple[float, Dict[str, float]]]:
+    """The limits an agent put in force, from its log (``limits now: a/0=20.000Mbit/s,
+    ...`` lines, local time to the millisecond): ``[(unix s, {flow id: bit/s})]``."""
+    out = []
+    with open(path) as fh:
+        for ln in fh:
+            m = _LIMITS.match(ln.strip())
+            if m:
+                t = time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + \
+                    int(m.group(2)) / 1000
+                rates = {}
+                for item in m.group(3).split(", "):
+                    if "=" in item:
+                        fid, rate = item.split("=")
+                        rates[fid] = float(rate[:-len("Mbit/s")]) * 1e6
+                out.append((t, rates))
+    return out
+
+
+def released_at(limits: List[Tuple[float, Dict[str, float]]], flow_id: str) -> Optional[float]:
+    """When (unix s) ``flow_id``'s limit first went from below :data:`HELD_BPS` (held
+    behind another flow) to at least that; None if it never was held."""
+    held = False
+    for t, rates in limits:
+        r = rates.get(flow_id)
+        if r is not None and r < HELD_BPS:
+            held = True
+        elif held and r is not None:
+            return t
+    return None
 
 
 def workload(name: str = "three"):
@@ -62,8 +104,10 @@ def run(kill_at: Optional[float] = None, workload_name: str = "three") -> dict:
     Returns:
         dict: ``killed_s``, ``rest_back_after_s``, ``switches_back_after_s`` (with
         ``kill_at``), ``transfers_done_s``, ``last_byte_s`` (the last flow's last
-        byte at its receiver), ``controller_done_s`` (s from submission), ``states`` (coflow id -> state from ``GET /coflows``),
-        ``cct_receivers_s``, ``cct_controller_s``, ``restored`` (log lines).
+        byte at its receiver), ``held_s`` and ``downtime_s`` (:func:`phases`),
+        ``controller_done_s`` (s from submission), ``states`` (coflow id -> state
+        from ``GET /coflows``), ``cct_receivers_s``, ``cct_controller_s``,
+        ``restored`` (log lines).
 
     Raises:
         EmulationError: a transfer did not finish within 150 s, or the emulation
@@ -84,6 +128,7 @@ def run(kill_at: Optional[float] = None, workload_name: str = "three") -> dict:
             # controller is down find it gone, as they would without this script
             if kill_at is not None and "killed_s" not in ev and t >= kill_at:
                 os.kill(em.ryu.pid, signal.SIGKILL)
+                ev["killed_unix"] = time.time()
                 em.ryu.wait()
                 ev["killed_s"] = round(t, 2)
                 restarter.start()
@@ -104,6 +149,7 @@ def run(kill_at: Optional[float] = None, workload_name: str = "three") -> dict:
                 break
             time.sleep(0.5)
         ev["controller_done_s"] = round(time.time() - t0, 2)
+        ev.update(phases(em, res, ev.pop("killed_unix", None)))
         ev["states"] = states
         ev["cct_receivers_s"] = {c.coflow_id: round(c.cct_s, 2) for c in res.coflows}
         ev["cct_controller_s"] = {c["id"]: c["cct_s"] and round(c["cct_s"], 2)
@@ -111,6 +157,36 @@ def run(kill_at: Optional[float] = None, workload_name: str = "three") -> dict:
         with open(os.path.join(em.workdir, "ryu.log")) as fh:
             ev["restored"] = [ln.strip() for ln in fh if "coflows from" in ln]
     return ev
+
+
+def phases(em, res, killed_unix: Optional[float]) -> dict:
+    """Where the time went: ``held`` (the flow that finished last: from the first
+    coflow's last byte to its source agent putting its full rate in force, s; None
+    when it was never held behind another), and with a kill ``downtime_s``: seconds
+    from the SIGKILL to each phase of the new process's start (``exec``, then the
+    phases of ``GET /health``'s ``startup``, rapier_app/controller/startup.py), to
+    ``reported`` (the runner's report of the first coflow's flows accepted) and to
+    ``released`` (the held flow's full rate in force at its agent)."""
+    last = max((f for c in res.coflows for f in c.flows), key=lambda f: f.finish_s)
+    first = min(res.coflows, key=lambda c: c.finish_s)
+    rel = released_at(agent_limits(os.path.join(em.workdir, f"agent-{last.src}.log")),
+                      last.flow_id)
+    out = {"held_s": None if rel is None else round(rel - res.t0_unix_s - first.finish_s, 2)}
+    if killed_unix is None:
+        return out
+    _, health = client.request(em.rest, "GET", REST_PREFIX + "/health", timeout=5)
+    st = health["startup"]
+    down = {"exec": st["process_start_unix"] - killed_unix}
+    down.update({k: st["process_start_unix"] + v - killed_unix
+                 for k, v in st["phases_s"].items()})
+    down["first_done_last_byte"] = res.t0_unix_s + first.finish_s - killed_unix
+    rep = [f.reported_s for f in first.flows if f.reported_s is not None]
+    if rep:
+        down["reported"] = res.t0_unix_s + max(rep) - killed_unix
+    if rel is not None:
+        down["released"] = rel - killed_unix
+    out["downtime_s"] = {k: round(v, 3) for k, v in sorted(down.items(), key=lambda kv: kv[1])}
+    return out
 
 
 def main(argv=None) -> int:

@@ -19,7 +19,10 @@ what to do.  The checks, by role:
   compiles nothing: :mod:`rapier_app.warmup`), ``ovs`` (ovsdb-server and
   ovs-vswitchd answer) and ``ovs-datapath`` (the kernel datapath needs the
   ``openvswitch`` module; without it only the userspace ``netdev`` datapath works, and
-  a bridge of the kernel type drops every packet);
+  a bridge of the kernel type drops every packet), ``ovs-reconnect`` (every bridge
+  retries a lost controller at least once a second: ``max_backoff`` <= 1000 ms on its
+  Controller record; Open vSwitch's default, 8 s, leaves a restarted controller
+  without its switches for up to 8 s);
 * agent: ``tc-htb`` and ``tc-u32`` (the agent's own commands,
   :mod:`enforcement.tc`, run by ``tc -batch`` on the loopback of a throwaway network
   namespace, ``unshare --net``, which the kernel removes with the process: nothing to
@@ -46,14 +49,14 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from .cli_common import add_common_arguments
 
 __all__ = ["Check", "Result", "PINS", "ROLES", "check_agent_socket", "check_controller_import",
-           "check_kernels", "check_ovs", "check_packages", "check_python", "check_tc",
+           "check_kernels", "check_ovs", "check_ovs_reconnect", "check_packages", "check_python", "check_tc",
            "kernel_cache_state", "main", "run_checks", "run_command"]
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 #: Roles of ``--role`` and the checks each runs (``all``: every check).
 ROLES = {
     "controller": ("python", "ryu", "eventlet", "dnspython", "controller-import", "kernels",
-                   "ovs", "ovs-datapath"),
+                   "ovs", "ovs-datapath", "ovs-reconnect"),
     "agent": ("python", "tc-htb", "tc-u32", "agent-socket"),
 }
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -349,6 +352,51 @@ def check_ovs(run: Callable[..., Result] = run_command,
     return checks
 
 
+#: Largest ``max_backoff`` (ms) advised on a Controller record (Open vSwitch's least).
+RECONNECT_MAX_MS = 1000
+#: Open vSwitch's ``max_backoff`` when the record sets none (ms).
+OVS_DEFAULT_BACKOFF_MS = 8000
+
+
+def check_ovs_reconnect(run: Callable[..., Result] = run_command) -> Check:
+    """``ovs-reconnect``: every bridge's Controller record has ``max_backoff`` <=
+    :data:`RECONNECT_MAX_MS` ms (unset: Open vSwitch's 8,000 ms).  A switch that lost
+    its controller retries after 1, 2, 4, ... s up to ``max_backoff``; only when it
+    is back does a restarted controller read the counters of the flows that finished
+    meanwhile and repair the switch's rules (docs/operations.md, "What survives a
+    restart").  WARN naming the bridges otherwise; OK when no bridge has a
+    controller; WARN when Open vSwitch does not answer (the ``ovs`` check says why)."""
+    q = ["ovs-vsctl", "--timeout=3", "--format=csv", "--no-headings", "--data=bare"]
+    ctl = run(q + ["--columns=_uuid,max_backoff", "list", "Controller"])
+    br = run(q + ["--columns=name,controller", "list", "Bridge"])
+    if ctl.rc != 0 or br.rc != 0:
+        return Check("ovs-reconnect", WARN, "not checked: Open vSwitch does not answer",
+                     f"start it: {OVS_CTL} start")
+    backoff = {}
+    for ln in ctl.out.splitlines():
+        uuid, _, ms = ln.partition(",")
+        backoff[uuid.strip()] = int(ms) if ms.strip().isdigit() else OVS_DEFAULT_BACKOFF_MS
+    slow, n = {}, 0
+    for ln in br.out.splitlines():
+        name, _, uuids = ln.partition(",")
+        for u in uuids.split():
+            n += 1
+            if backoff.get(u, OVS_DEFAULT_BACKOFF_MS) > RECONNECT_MAX_MS:
+                slow[name] = max(slow.get(name, 0), backoff.get(u, OVS_DEFAULT_BACKOFF_MS))
+    if not n:
+        return Check("ovs-reconnect", OK, "no bridge has a controller (nothing to check)")
+    if not slow:
+        return Check("ovs-reconnect", OK, f"{n} controller connection(s) retried at least "
+                                          f"every {RECONNECT_MAX_MS} ms (max_backoff)")
+    worst = max(slow.values())
+    return Check("ovs-reconnect", WARN,
+                 f"bridge(s) {', '.join(sorted(slow))} retry a lost controller only every "
+                 f"{worst / 1000:g} s (max_backoff): after a controller restart their "
+                 f"counters and rules wait that long",
+                 f"ovs-vsctl set controller BRIDGE max_backoff={RECONNECT_MAX_MS} for each "
+                 f"(Mininet's OVSSwitch sets it by default: reconnectms=1000)")
+
+
 # -- traffic control ----------------------------------------------------------------------------
 def _batch(cmds) -> str:
     return "".join(" ".join(c[1:]) + "\n" for c in cmds)
@@ -489,6 +537,8 @@ def run_checks(role: str = "all", agent_listen: Optional[str] = None,
     if want("ovs", "ovs-datapath"):
         for c in check_ovs(run):
             out[c.name] = c
+    if want("ovs-reconnect"):
+        out["ovs-reconnect"] = check_ovs_reconnect(run)
     if want("tc-htb", "tc-u32"):
         for c in check_tc(run):
             out[c.name] = c

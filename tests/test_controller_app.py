@@ -156,6 +156,10 @@ def test_topology_and_health(app):
     st, t = call(app, "GET", "/rapier/v1/topology")
     assert t["observed"]["missing"] == [] and len(t["observed"]["connected"]) == 6
     st, h = call(app, "GET", "/rapier/v1/health")
+    # the start's phases, in seconds after the process started, in the order reached
+    phases = h.pop("startup")["phases_s"]
+    assert list(phases)[:3] == ["imports", "core", "kernels"], phases
+    assert 0 < phases["imports"] <= phases["core"] <= phases["all_switches"], phases
     assert h == {"ok": True, "scheduler": "rapier", "topology": "leafspine:3,3,3",
                  "switches_connected": 6, "switches_configured": 6, "status": "ok",
                  "fabric": "declared", "hosts": 9, "links_missing": [], "differences": []}

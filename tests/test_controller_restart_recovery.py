@@ -155,3 +155,43 @@ def test_flow_short_of_its_size_at_reconnect_carries_on_from_its_counters(tmp_pa
     app.poll_once()
     sw["l1"].answer_stats()
     assert rates(app) == {"a/0": ("done", 0.0), "b/0": ("active", full)}
+
+
+def test_deferred_start_takes_the_report_before_the_kernels_and_decides_once(tmp_path):
+    """``ryu-manager``'s start (``rapier_defer_start``): the app is built (its REST and
+    OpenFlow servers may listen) before the scheduler's kernels load; the restored
+    coflows are then not decided and no agent is sent a set, not even by the
+    poller's push retries (it would clear the limits the agents keep), until the
+    worker's first step.  A report that came meanwhile is in that first decision:
+    ``a`` is done, and the one decision gives ``b`` the whole link, pushed at once."""
+    import rapier_app.controller as controller_pkg
+    from rapier_app.controller.settings import Settings
+    from ryu.app.wsgi import WSGIApplication
+
+    opts = dict(scheduler="rapier", topology="leafspine:3,3,3",
+                agent_url="unix:/nonexistent/{host}.sock", state_db=str(tmp_path / "c.sqlite3"))
+    app = controller_pkg.RapierController(wsgi=WSGIApplication(),
+                                          rapier_settings=Settings(**opts))
+    app.submit({"flows": [flow("h1", "h4", 8 * MB, 5401)], "id": "a"})
+    app.submit({"flows": [flow("h1", "h5", 12 * MB, 5402)], "id": "b"})
+    full = app.core.topology.graph.edges["h1", "l1"]["capacity_bps"]
+    assert rates(app) == {"a/0": ("active", full), "b/0": ("active", 0.0)}
+    del app  # killed
+    app = controller_pkg.RapierController(wsgi=WSGIApplication(), rapier_defer_start=True,
+                                          rapier_settings=Settings(**opts))
+    n = app.core.schedule_count
+    assert not app.start_decided and app._pending == {}
+    assert rates(app) == {"a/0": ("active", 0.0), "b/0": ("active", 0.0)}  # undecided
+    app._start_loop()  # as start() does: decisions are the worker's
+    app.poll_once()  # no push retry before the decision: the agents keep their limits
+    assert app._pending == {}
+    # the receiver's report is taken, the decision waits for the worker
+    assert app.flow_done("a", 0)["finished"] is True
+    assert app.core.schedule_count == n and app._pending == {}
+    app._first_decisions()  # the worker's first step (not running: in place)
+    assert app.start_decided and app.core.schedule_count == n + 1
+    assert rates(app) == {"a/0": ("done", 0.0), "b/0": ("active", full)}
+    # every agent gets its full set: h1 the link for b, the others [] (limits cleared)
+    assert sorted(app._pending) == sorted(app.core.topology.hosts)
+    assert [(f["flow_id"], f["rate_bps"]) for f in app._pending["h1"].flows] == [("b/0", full)]
+    assert all(app._pending[h].flows == [] for h in app._pending if h != "h1")

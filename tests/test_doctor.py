@@ -171,6 +171,29 @@ def test_ovs_kernel_datapath_with_the_module():
     assert dp.status == OK and dp.detail.startswith("kernel (system) datapath available")
 
 
+CTL = VSCTL + ("--format=csv", "--no-headings", "--data=bare", "--columns=_uuid,max_backoff")
+BRS = VSCTL + ("--format=csv", "--no-headings", "--data=bare", "--columns=name,controller")
+
+
+@pytest.mark.parametrize("controllers,bridges_,status,named", [
+    ("u1,1000\nu2,1000\n", "s1,u1\ns2,u2\n", OK, None),
+    ("u1,1000\nu2,\n", "s1,u1\ns2,u2\n", WARN, "s2 retry a lost controller only every 8 s"),
+    ("u1,4000\nu2,900\n", "s1,u1\ns2,u2\n", WARN, "s1 retry a lost controller only every 4 s"),
+    ("", "s1,\n", OK, "no bridge has a controller"),
+], ids=["1000ms", "unset-is-8s", "4s", "no-controller"])
+def test_ovs_reconnect_backoff(controllers, bridges_, status, named):
+    run = FakeRun([(CTL, Result(0, controllers, "")), (BRS, Result(0, bridges_, ""))])
+    c = doctor.check_ovs_reconnect(run)
+    assert c.status == status, c
+    assert named is None or named in c.detail, c
+    assert ("max_backoff=1000" in c.fix) == (status == WARN)
+
+
+def test_ovs_reconnect_not_checked_when_ovs_is_down():
+    c = doctor.check_ovs_reconnect(FakeRun([]))
+    assert c.status == WARN and c.detail.startswith("not checked")
+
+
 # -- traffic control --------------------------------------------------------------------------
 UNSHARE = ("unshare", "--net", "tc", "-batch", "-")
 

@@ -75,9 +75,10 @@ from ..errors import RapierError  # noqa: E402
 from .ryuconf import (CONF, check_observe_links, observe_links,  # noqa: E402
                       refuse_to_start, settings_from_conf)
 from ..httpjson import RequestError  # noqa: E402
-from ..warmup import ensure_warm  # noqa: E402
+from .startup import STARTUP  # noqa: E402
 
 LOG = logging.getLogger("rapier.controller")
+STARTUP.mark("imports")
 
 class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
                        app_manager.RyuApp):
@@ -87,6 +88,10 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         rapier_settings: a :class:`Settings` to use instead of the ``[rapier]``
             options (tests); a bad setting or topology then raises its
             :class:`~rapier_app.errors.RapierError`.
+        rapier_defer_start: with ``rapier_settings``, defer the kernels' warm-up and
+            the restored coflows' decision to the decision worker, as ``ryu-manager``
+            does (:meth:`~.loop.DecisionLoopMixin._first_decisions`); default False:
+            both in ``__init__`` (an app built in-process and never started).
 
     Raises:
         SystemExit: status 2 when run from the ``[rapier]`` options (``ryu-manager``)
@@ -99,24 +104,22 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
 
     def __init__(self, *args, **kwargs):
         settings = kwargs.pop("rapier_settings", None)
+        defer = kwargs.pop("rapier_defer_start", False)
         super().__init__(*args, **kwargs)
         if settings is not None:
-            self._setup(settings, kwargs)
+            self._setup(settings, kwargs, defer)
             return
         try:
-            self._setup(settings_from_conf(CONF), kwargs)
+            self._setup(settings_from_conf(CONF), kwargs, True)
         except RapierError as exc:
             refuse_to_start(exc)
 
-    def _setup(self, settings: Settings, kwargs: dict) -> None:
-        """The body of ``__init__`` (raises the project's errors as they come)."""
+    def _setup(self, settings: Settings, kwargs: dict, defer: bool = False) -> None:
+        """The body of ``__init__`` (raises the project's errors as they come); with
+        ``defer`` the kernels and the restored coflows' decision wait for the worker."""
         self.settings = settings
         self.core = make_core(self.settings, LOG)
-        # Compile (or load from numba's cache) the scheduler's kernels before the
-        # REST server accepts a coflow: a cold first decision takes seconds.
-        warm_s = ensure_warm(self.settings.scheduler)
-        if warm_s is not None:
-            LOG.info("kernels ready for %s in %.2f s", self.settings.scheduler, warm_s)
+        STARTUP.mark("core")
         self.core.links_observed = self.core.discover_mode or observe_links()
         check_observe_links(self.settings, observe_links())
         self.core.wall_clock = time.perf_counter
@@ -144,6 +147,10 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
                                      log=LOG)
         # decisions in a native thread, yields to the event loop (loop.py)
         self._init_loop(offload=tpool.execute, sleep=hub.sleep)
+        if not defer:  # kernels before the first decision (no cold start)
+            self._load_kernels()
+        # deferred: the REST server listens (reports are taken) while they load
+        self.start_decided, self.core.worker_decides = not defer, defer
         self._batches: Dict[int, int] = {}  # dpid -> rule batches sent
         self._reconcile_req: Dict[int, int] = {}  # dpid -> _batches at the request
         self._reconcile_due: Set[int] = set()
@@ -153,8 +160,11 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         configure_wsgi_server(self.settings)
         kwargs["wsgi"].register(RapierRestController, {APP_KEY: self})
         self._rest_address()
-        # Reload the accepted coflows (rules go when switches connect, pushes now).
+        # Reload the accepted coflows (rules go when switches connect, pushes after
+        # the decision: now, or the worker's first when deferred).
         self.execute(self.core.restore(self.now()))
+        self.core.worker_decides = False
+        STARTUP.mark("restored")
         LOG.info("RAPIER controller: scheduler %s on %s (%d switches, %d hosts), agents %s",
                  self.settings.scheduler, self.core.topology.name,
                  len(self.core.topology.switches), len(self.core.topology.hosts),
@@ -184,7 +194,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         self._start_loop()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._push_loop))
-        self.threads.append(hub.spawn(self.worker.loop))
+        self.threads.append(hub.spawn(self.worker.loop, None if self.start_decided
+                                      else self._first_decisions))
 
     def execute(self, acts: Actions) -> None:
         """Queue the rules of ``acts`` for connected switches and its pushes, then
@@ -361,7 +372,9 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         """``GET /health``: :meth:`~.fabric.FabricMixin.health_view` (``status`` ok,
         discovering or degraded, with the differences from a declared topology)."""
         with self._lock:
-            return self.core.health_view(self.now(), list(self.datapaths), self.mismatches)
+            view = self.core.health_view(self.now(), list(self.datapaths), self.mismatches)
+        view["startup"] = STARTUP.view()
+        return view
 
     def _check(self) -> None:
         if self.core.discover_mode:
@@ -393,6 +406,9 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
             self._reconcile_due.add(dp.id)  # read it back once the install is done
         self.flush([dp.id])
         LOG.info("switch dpid=%#x connected: %d rules/groups sent", dp.id, len(rules))
+        STARTUP.mark("first_switch")
+        if not missing_switches(self.core.topology, self.datapaths):
+            STARTUP.mark("all_switches")
 
     @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
     def state_change(self, ev):
@@ -602,9 +618,10 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
             if not acts.finished and self.core.wakeup_due(now):
                 acts = self.core.reschedule(now)
             acts.extend(self._broker_round(now, polled) if not busy else Actions())
-            acts.extend(self.core.retry_pushes(now))  # exponential backoff per host
+            if self.start_decided:  # the restored sets are decided
+                acts.extend(self.core.retry_pushes(now))  # exponential backoff per host
             sync = self.settings.agent_reconcile_interval_s
-            if sync and now - self._last_agent_sync >= sync:
+            if sync and now - self._last_agent_sync >= sync and self.start_decided:
                 self._last_agent_sync = now
                 acts.extend(self.core.push_all())
             if now - self._last_retry > 5.0:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from .settings import Settings
+from .startup import STARTUP
 
 
 def wsgi_server_kwargs(settings: Settings) -> Dict[str, Any]:
@@ -43,6 +44,7 @@ def configure_wsgi_server(settings: Settings) -> Dict[str, Any]:
     def serve_forever(self):
         """eventlet.wsgi.server with the controller's per-connection limits."""
         self.logger = hub.LoggingWrapper()
+        STARTUP.mark("rest")  # the socket listens since the server was built
         eventlet.wsgi.server(self.server, self.handle, self.logger, **kwargs)
 
     ryu_wsgi.WSGIServer.serve_forever = serve_forever

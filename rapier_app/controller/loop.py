@@ -27,10 +27,16 @@ Uses the app's ``core``, ``worker``, ``_lock``, ``_core_call`` and ``now``.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 from collections import deque
 from typing import Any, Callable, Optional
+
+from ..warmup import ensure_warm
+from .startup import STARTUP
+
+LOG = logging.getLogger("rapier.controller")
 
 
 class DecisionLoopMixin:
@@ -81,8 +87,35 @@ class DecisionLoopMixin:
         self._sleep = sleep or time.sleep
         #: held from a decision's snapshot to its rules (module docstring)
         self._gate = threading.Lock()
+        #: False until the first decision after a deferred start (:meth:`_first_decisions`):
+        #: until then no agent is sent a set (the restored rates are not decided yet)
+        self.start_decided = True
         self._late_stats: deque = deque()
         self._offload = offload
+
+    def _load_kernels(self) -> None:
+        """Compile (or load from numba's cache) the scheduler's kernels
+        (:func:`rapier_app.warmup.ensure_warm`): a cold first decision takes seconds."""
+        warm_s = ensure_warm(self.core.settings.scheduler)
+        STARTUP.mark("kernels")
+        if warm_s is not None:
+            LOG.info("kernels ready for %s in %.2f s", self.core.settings.scheduler, warm_s)
+
+    def _first_decisions(self) -> None:
+        """The worker's first step (``prepare`` of :meth:`.worker.DecisionWorker.loop`)
+        when the app defers its start-up work (``ryu-manager``): the REST and
+        OpenFlow servers already listen, so that reports, submissions and switches
+        are taken in while the kernels load (``offload``: in a native thread, the
+        event loop serving meanwhile); then one decision for the restored coflows
+        and whatever came meanwhile, whose pushes give every agent its full set."""
+        if self._offload is not None and self.worker.running:
+            self._offload(self._load_kernels)
+        else:
+            self._load_kernels()
+        try:
+            self._decide_batch([])
+        finally:
+            self.start_decided = True
 
     def _start_loop(self) -> None:
         """The worker runs: every decision is its (the core defers the others); the
@@ -111,6 +144,7 @@ class DecisionLoopMixin:
                 finally:
                     self._core_call(lambda now: self.core.end_decision(job, now))
                 self._settle_gc()
+                STARTUP.mark("first_decision")
             self._apply_late_stats()
         return self.core.wants_decision()
 

@@ -60,6 +60,7 @@ from ..core.model import FlowState
 from ..httpjson import RequestError
 from .registry import ACTIVE, DONE
 from .rules import Actions
+from .startup import STARTUP
 from .store import StoreError
 
 
@@ -289,6 +290,7 @@ class ProgressMixin:
                 self._log("error", "%s", msg)
                 self.errors.append(f"{t:.3f}: {msg}")
         self._log("info", "flow %s done at %.3f s", f.flow_id, t)
+        STARTUP.mark("first_flow_done")
 
     def _record_finished(self, finished: List[str], ended, now: float) -> None:
         """Write finished flows and done coflows to the database (one transaction).

@@ -16,6 +16,7 @@ import time
 from ryu.lib import hub
 
 from . import agent_client
+from .startup import STARTUP
 
 LOG = logging.getLogger("rapier.controller")
 
@@ -56,6 +57,7 @@ class AgentPusherMixin:
             finally:
                 self.core.metrics.push_latency.observe(time.perf_counter() - t0)
             LOG.debug("agent %s: %d limits pushed", host, len(push.flows))
+            STARTUP.mark("first_push")
             with self._lock:
                 self.core.push_succeeded(host, push.gen)
             if host in self._agents_down:

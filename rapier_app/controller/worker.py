@@ -111,10 +111,24 @@ class DecisionWorker:
                 raw = [None]
         return done
 
-    def loop(self) -> None:
+    def loop(self, prepare: Optional[Callable[[], Any]] = None) -> None:
         """Run decisions forever (the worker green thread); a failed decision is
-        logged and counted, the loop carries on."""
+        logged and counted, the loop carries on.
+
+        Args:
+            prepare: called once first, with :attr:`running` already True (coflows
+                submitted meanwhile are queued, not decided in the REST handler):
+                the controller loads its kernels and decides the restored coflows
+                there; an exception is logged and counted as a failure.
+        """
         self.running = True
+        if prepare is not None:
+            try:
+                prepare()
+            except Exception:  # noqa: BLE001 -- the worker must survive
+                self.failures += 1
+                if self.log is not None:
+                    self.log.exception("decision worker: start-up step failed")
         while True:
             try:
                 self.run_once(block=True)

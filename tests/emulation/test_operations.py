@@ -38,10 +38,21 @@ def test_controller_killed_mid_transfer_completes_every_coflow(ovs):
     """(b) ``ryu-manager`` killed (SIGKILL) 1.5 s into the transfers and restarted on
     its database: every coflow completes (receivers and controller) and ``GET
     /coflows`` lists them all.  Workload ``queued``: h1 -> h5 (12 MB, 4.8 s alone at
-    20 Mbit/s) waits behind h1 -> h4 (6 MB), which finishes while the controller is
-    down; the restarted controller learns it from the first-hop rule's counters when
-    the switches reconnect and releases the second flow at once: its last byte comes
-    within 4.8 + 2 s of the switches being back (the idle rule alone took 10 s more)."""
+    20 Mbit/s) waits at the trickle behind h1 -> h4 (6 MB), which finishes while the
+    controller is down.
+
+    The restart criterion (the last flow finishes within 2 s of the run without a
+    restart) is asserted as ``held_s`` <= 2 s: how long the second flow stayed at the
+    trickle after the first one's last byte, measured in this run from its agent's
+    log.  Without a restart that is the controller's reaction to the report (tens of
+    ms), and the second flow's 4.8 s at the link rate come after it either way, so
+    the last byte is later than the reference by ``held_s`` at most; a reference
+    run in the same test would add about 50 s of emulation, and its data-plane time
+    varies with the machine's load as much as the restart's (a loaded 2-core machine
+    moved the reference's last byte by 1.5 s).  The phases of the restart are checked
+    as well: the REST server takes the report while the kernels still load (state is
+    accepted before the warm-up ends), and the release follows the kernels at once
+    (one decision and one push, not a wait for the switches)."""
     ev = controller_restart.run(kill_at=1.5, workload_name="queued")
     assert "killed_s" in ev, ev
     ids = {s.coflow_id for s in controller_restart.workload("queued")}
@@ -51,8 +62,14 @@ def test_controller_killed_mid_transfer_completes_every_coflow(ovs):
     assert ev["restored"], ev  # the restart reloaded the database
     # the first coflow finished while the controller was down (else nothing is tested)
     assert ev["cct_receivers_s"]["a"] < ev["killed_s"] + ev["rest_back_after_s"], ev
-    back = ev["killed_s"] + ev["switches_back_after_s"]
-    assert ev["last_byte_s"] < back + 4.8 + 2.0, ev
+    down = ev["downtime_s"]
+    assert down["first_done_last_byte"] < down["rest"], ev
+    assert down["rest"] < down["kernels"], ev  # REST listens before the warm-up
+    # the report is taken within one retry (0.25 s) of the REST server listening,
+    # and the release within 0.5 s of the kernels: one decision, one agent push
+    assert down["reported"] < max(down["kernels"], down["rest"] + 0.5), ev
+    assert down["kernels"] <= down["released"] < down["kernels"] + 0.5, ev
+    assert ev["held_s"] is not None and 0 < ev["held_s"] <= 2.0, ev
 
 
 def test_link_down_on_the_active_path_moves_the_flow_within_2_s(ovs):
