@@ -166,7 +166,8 @@ def phases(em, res, killed_unix: Optional[float]) -> dict:
     from the SIGKILL to each phase of the new process's start (``exec``, then the
     phases of ``GET /health``'s ``startup``, rapier_app/controller/startup.py), to
     ``reported`` (the runner's report of the first coflow's flows accepted) and to
-    ``released`` (the held flow's full rate in force at its agent)."""
+    ``released`` (the held flow's full rate in force at its agent); and
+    ``startup_cpu_s``: the CPU seconds the new process had used at each phase."""
     last = max((f for c in res.coflows for f in c.flows), key=lambda f: f.finish_s)
     first = min(res.coflows, key=lambda c: c.finish_s)
     rel = released_at(agent_limits(os.path.join(em.workdir, f"agent-{last.src}.log")),
@@ -186,6 +187,7 @@ def phases(em, res, killed_unix: Optional[float]) -> dict:
     if rel is not None:
         down["released"] = rel - killed_unix
     out["downtime_s"] = {k: round(v, 3) for k, v in sorted(down.items(), key=lambda kv: kv[1])}
+    out["startup_cpu_s"] = st["cpu_s"]
     return out
 
 

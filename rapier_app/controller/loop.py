@@ -108,10 +108,13 @@ class DecisionLoopMixin:
         are taken in while the kernels load (``offload``: in a native thread, the
         event loop serving meanwhile); then one decision for the restored coflows
         and whatever came meanwhile, whose pushes give every agent its full set."""
-        if self._offload is not None and self.worker.running:
-            self._offload(self._load_kernels)
-        else:
-            self._load_kernels()
+        try:
+            if self._offload is not None and self.worker.running:
+                self._offload(self._load_kernels)
+            else:
+                self._load_kernels()
+        except Exception:  # noqa: BLE001 -- decide anyway (the first one compiles)
+            LOG.exception("loading the scheduler's kernels failed")
         try:
             self._decide_batch([])
         finally:

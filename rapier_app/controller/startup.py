@@ -18,7 +18,10 @@ from ``/proc/self/stat``; the import of this module when that cannot be read):
 ``first_decision``    the first scheduler decision finished;
 ``first_push``   the first agent acknowledged a rate set.
 
-Each phase is recorded once (the first time).  Pure: no Ryu import.
+Each phase is recorded once (the first time), with the CPU seconds the process
+had used by then (``cpu_s``, every thread): where the wall time of a phase is much
+longer than its CPU time, the process waited, mostly for a CPU the machine's other
+work held.  Pure: no Ryu import.
 """
 
 from __future__ import annotations
@@ -58,21 +61,25 @@ class StartupClock:
             t0_unix = process_start_unix()
         self.t0_unix = time.time() if t0_unix is None else float(t0_unix)
         self.marks: Dict[str, float] = {}
+        self.cpu: Dict[str, float] = {}
 
     def mark(self, phase: str, t_unix: Optional[float] = None) -> bool:
-        """Record ``phase`` at ``t_unix`` (default now) unless already recorded;
-        returns True when it was recorded now."""
+        """Record ``phase`` at ``t_unix`` (default now), with the process's CPU time
+        now, unless already recorded; returns True when it was recorded now."""
         if phase in self.marks:
             return False
         self.marks[phase] = time.time() if t_unix is None else float(t_unix)
+        self.cpu[phase] = time.process_time()
         return True
 
     def view(self) -> Dict[str, object]:
-        """``{"process_start_unix": s, "phases_s": {phase: s after the start}}``
-        (phases in the order reached, seconds rounded to the millisecond)."""
+        """``{"process_start_unix": s, "phases_s": {phase: s after the start},
+        "cpu_s": {phase: CPU s of the process by then}}`` (phases in the order
+        reached, seconds rounded to the millisecond)."""
         order = sorted(self.marks.items(), key=lambda kv: kv[1])
         return {"process_start_unix": round(self.t0_unix, 3),
-                "phases_s": {k: round(t - self.t0_unix, 3) for k, t in order}}
+                "phases_s": {k: round(t - self.t0_unix, 3) for k, t in order},
+                "cpu_s": {k: round(self.cpu[k], 3) for k, _ in order}}
 
 
 #: The controller process's start (one per process).
