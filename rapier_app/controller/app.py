@@ -307,7 +307,10 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         """
         with self._lock:
             c, acts = self.core.submit(body, self.now(), schedule=False)
-            if self.worker.running:  # its ECMP paths at once (.admission)
+            # its ECMP paths at once (.admission); not before the restored coflows'
+            # decision: their rates are not in force yet, and its pushes would
+            # replace the limits the agents keep
+            if self.worker.running and self.start_decided:
                 acts.extend(self.core.admit(c.coflow_id, self.now()))
             view = self.core.reply_view(c.coflow_id)
             dpids = self._enqueue(acts)  # a small coflow's counting rules
