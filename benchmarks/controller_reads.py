@@ -64,6 +64,8 @@ def make_app(args, db: str):
         scheduler=args.scheduler, topology=args.topology, agent_url="", state_db=db))
     app.wsgi = wsgi
     app.settle_gc = True  # as RapierController.start() does under ryu-manager
+    from ryu.lib import hub
+    app._spawn = hub.spawn  # ditto (a POST's rules go out after its reply)
     seen = {}
     g = app.core.topology.graph
     for s in app.core.topology.switches:

@@ -191,6 +191,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         """Start Ryu's event loop plus the poller and the agent pusher."""
         super().start()
         self.settle_gc = True  # the process is ours: keep full collections short
+        self._spawn = hub.spawn  # a POST's rules go out after its reply (loop.py)
         self._start_loop()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._push_loop))
@@ -313,8 +314,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
             if self.worker.running and self.start_decided:
                 acts.extend(self.core.admit(c.coflow_id, self.now()))
             view = self.core.reply_view(c.coflow_id)
-            dpids = self._enqueue(acts)  # a small coflow's counting rules
-        self.flush(dpids)
+            dpids = self._enqueue(acts)  # its admission's rules, or counting rules
+        self._flush_soon(dpids)
         if self.worker.running:
             self.worker.put(c.coflow_id)
         else:
