@@ -129,15 +129,19 @@ def _acts(acts):
 
 
 def test_incremental_apply_equals_a_full_pass():
-    for scheduler, seed in (("baseline", 1), ("rapier", 2), ("routing-only", 3)):
+    # rapier with a budget of 1e-9 s: every decision is cut after one pick (slices
+    # of a cut pass, coflows held, follow-ups)
+    for scheduler, seed, budget in (("baseline", 1, 2.0), ("rapier", 2, 2.0),
+                                    ("routing-only", 3, 2.0), ("rapier", 4, 1e-9)):
         rnd = random.Random(seed)
         cores = []
         for incremental in (True, False):
             core = make_core(Settings(scheduler=scheduler, topology="fattree:4",
-                                      state_db="", small_coflow_bytes=4 * MB))
+                                      state_db="", small_coflow_bytes=4 * MB,
+                                      decision_budget_s=budget))
             core.apply_incremental = incremental
             cores.append(core)
-        live, n, port = [], 0, 10000
+        live, n, port, cuts = [], 0, 10000, 0
         for step in range(40):
             now = float(step)
             op = rnd.random()
@@ -162,6 +166,49 @@ def test_incremental_apply_equals_a_full_pass():
                     live.remove((cid, width))
             assert _acts(out[0][1]) == _acts(out[1][1]), (scheduler, step)
             assert _state(cores[0]) == _state(cores[1]), (scheduler, step)
+            if cores[0].decision_due:  # a cut decision's follow-up
+                assert _acts(cores[0].decide(now)) == _acts(cores[1].decide(now))
+                assert _state(cores[0]) == _state(cores[1]), (scheduler, step)
+                cuts += 1
+        assert (cuts > 5) == (budget < 1), (scheduler, cuts)
         assert cores[1].apply_counts["full"] > 30
         assert cores[0].apply_counts["full"] == 0
         assert cores[0].apply_counts["flows"] < cores[1].apply_counts["flows"]
+
+
+def test_a_cancel_during_a_pause_of_the_apply_leaves_nothing_behind():
+    """The shell lets other requests in while the apply step pauses (every
+    ``PAUSE_EVERY`` flows): a coflow cancelled in a pause, before or after the step
+    reached its flows, has no rule and no limit once the step ends, and every other
+    flow is as a core that never paused has it."""
+    for victim in ("p0", "p3"):  # already handled when the pause comes / not yet
+        cores = []
+        for pausing in (True, False):
+            core = make_core(Settings(scheduler="baseline", topology="fattree:4",
+                                      state_db=""))
+            core.PAUSE_EVERY = 100
+            for i in range(4):
+                core.submit(_body(f"p{i}", 300, range(1 + 4 * i, 5 + 4 * i), 2000 + 300 * i),
+                            0.0, schedule=False)
+            cores.append(core)
+        paused = []
+
+        def pause(core=cores[0]):
+            if not paused:
+                paused.append(len(core.desired))
+                core.cancel(victim, 0.5)  # deferred: a decision is in flight
+        cores[0].apply_pause = pause
+        cores[0].worker_decides = True  # as under the shell: the cancel marks one due
+        job = cores[0].begin_decision(1.0)
+        cores[0].run_decision(job)
+        cores[0].end_decision(job, 1.0)
+        assert paused and 0 < paused[0] and cores[0].decision_due
+        assert not any(cores[0].desired.of_flow(f.flow_id)
+                       for f in cores[0].coflows[victim].flows)
+        assert victim not in {d["flow_id"].split("/")[0]
+                              for ds in cores[0]._pushes.limits.values() for d in ds}
+        cores[0].decide(1.0)  # the decision the cancel asked for
+        cores[1].cancel(victim, 0.5)
+        cores[1].decide(1.0)
+        assert dict(cores[0].desired) == dict(cores[1].desired)
+        assert _state(cores[0])[1:3] == _state(cores[1])[1:3]

@@ -63,9 +63,10 @@ class ApplyMixin:
 
     #: False: every apply is a full pass over the live flows (the reference)
     apply_incremental = True
-    #: called every :attr:`PAUSE_EVERY` flows handled (None: never): the shell lets
-    #: the event loop serve ``/health`` and reads there (``app._pause_apply``); the
-    #: core stays consistent at those points (each flow is handled whole)
+    #: called every :attr:`PAUSE_EVERY` flows handled by an incremental apply (None:
+    #: never): the shell lets the event loop serve ``/health``, reads, POSTs and
+    #: DELETEs there (``app._pause_apply``); the core is consistent at those points
+    #: (each flow is handled whole; a coflow cancelled meanwhile leaves at the end)
     apply_pause: Optional[Callable[[], None]] = None
     PAUSE_EVERY = 256
 
@@ -179,7 +180,8 @@ class ApplyMixin:
         else:
             applied, modes = self._applied_in, self._applied_mode
         alloc = sched.allocations
-        pause, done = self.apply_pause, 0
+        # a full pass rebuilds the limits from nothing: it never pauses half way
+        pause, done = (None if full else self.apply_pause), 0
         ids = set()
         for c in active:
             cid = c.coflow_id
