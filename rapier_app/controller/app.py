@@ -271,11 +271,17 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
     def _send_batch(self, dp, batch) -> None:
         idle = self.settings.rule_idle_timeout_s
         msgs, rules = [], []
-        for n, (item, msg) in enumerate(batch, 1):
-            if n % 32 == 0:
-                self._pause()  # built, not sent yet: nothing is half done
-            if msg is None:
-                msg = ofmsgs.message_for(dp, item, idle)
+        todo = sum(1 for _, m in batch if m is None)
+        if todo >= self.OFFLOAD_BUILD_MIN and self._offload is not None \
+                and self.worker.running:  # a native thread builds them (loop.py)
+            built = self._offload(ofmsgs.build_messages, dp, batch, idle)
+        else:
+            built = []
+            for n, (item, msg) in enumerate(batch, 1):
+                if n % 32 == 0:
+                    self._pause()  # built, not sent yet: nothing is half done
+                built.append(msg if msg is not None else ofmsgs.message_for(dp, item, idle))
+        for (item, _), msg in zip(batch, built):
             xid = dp.set_xid(msg)
             msgs.append(msg)
             if item is not None:

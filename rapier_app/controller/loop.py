@@ -151,6 +151,10 @@ class DecisionLoopMixin:
             self._apply_late_stats()
         return self.core.wants_decision()
 
+    #: flow mods to build for one switch from which a native thread builds them
+    #: (``app._send_batch`` through ``offload``; fewer: on the loop, in slices)
+    OFFLOAD_BUILD_MIN = 64
+
     #: longest stretch (s) of rule-apply or message-building work, or of a page of
     #: coflows, before the event loop gets a turn (:meth:`_pause`)
     SLICE_S = 0.005

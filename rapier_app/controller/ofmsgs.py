@@ -122,6 +122,14 @@ def message_for(dp, item, idle_timeout_s: int = 0):
     return flow_mod(dp, item, idle_timeout_s if item.flow_id is not None else 0)
 
 
+def build_messages(dp, batch, idle_timeout_s: int = 0) -> List[Any]:
+    """The messages of ``batch`` (``(rule, message or None)`` pairs, in order): the
+    message given, or :func:`message_for` the rule.  Builds objects and touches
+    nothing else, so the controller runs it in a native thread for a large batch."""
+    return [msg if msg is not None else message_for(dp, item, idle_timeout_s)
+            for item, msg in batch]
+
+
 def barrier_request(dp):
     """An ``OFPBarrierRequest``: the switch answers once every earlier message is
     processed (OpenFlow 1.3 section 6.2)."""
