@@ -140,6 +140,7 @@ def start_worker(app):
     app.worker.queue, app.worker.empty_exc = queue.Queue(), queue.Empty  # OS threads
     app.worker.running = True
     app._offload = None  # the worker thread is the native thread here
+    app.settle_gc = True  # as RapierController.start() does under ryu-manager
     app._start_loop()
     threading.Thread(target=app.worker.loop, daemon=True).start()
 
