@@ -191,6 +191,7 @@ def arrivals(args) -> int:
         return acts
 
     core.end_decision = spy
+    mods0 = sum(dp.flow_mods for dp in app.datapaths.values())
     start_worker(app)
     health = Health(app)
     posted: Dict[str, float] = {}
@@ -238,6 +239,8 @@ def arrivals(args) -> int:
     print(f"POST p50 {pct(post_lat, .5):.4f} s  p99 {pct(post_lat, .99):.4f} s")
     print(f"/health during the arrivals: p50 {pct(hl, .5):.4f} s  p99 {pct(hl, .99):.4f} s  "
           f"max {max(hl, default=0):.4f} s ({len(hl)} requests)")
+    mods = sum(dp.flow_mods for dp in app.datapaths.values()) - mods0
+    print(f"flow mods handed to the switches from the first arrival on: {mods}")
     print(f"not placed at the end: {len(left)}")
     return 1 if left else 0
 

@@ -205,11 +205,24 @@ class DecisionMixin:
         job.solve_s = (wall_clock() - t0) if wall_clock else 0.0
         job.sched = sched
         # what the rule-apply step has to do, found here (off the event loop)
+        planned = job.active
+        if sched.info.get("partial"):  # a cut slice: the coflows it hands over only
+            held = self._held(sched)
+            planned = [c for c in job.active if c.coflow_id not in held]
         try:
-            job.changed = self.plan_apply(sched, job.active)
+            job.changed = self.plan_apply(sched, planned)
         except Exception as exc:  # noqa: BLE001 -- the apply step finds it itself
             self._log("error", "planning the rule changes failed: %r", exc)
         return sched
+
+    def _held(self, sched: Schedule) -> set:
+        """Ids of the coflows a cut decision leaves as they are: those it did not
+        reach that were placed or admitted before, and the picks of the pass's
+        earlier slices a partial schedule leaves out (``info["held"]``)."""
+        hold = {cid for cid in sched.info.get("deferred", ())
+                if self.decision.get(cid) in (SCHEDULED, PROVISIONAL)}
+        hold.update(cid for cid in sched.info.get("held", ()) if cid not in sched.fallback)
+        return hold
 
     def end_decision(self, job: DecisionJob, now: float) -> Actions:
         """Step 3: decision states, fallbacks, the budget's follow-up and the rule
@@ -237,8 +250,7 @@ class DecisionMixin:
         # coflows placed before (or admitted) that this decision did not reach keep
         # their paths and rates; so do the picks of earlier slices of a cut pass
         # that a partial schedule leaves out (info["held"])
-        hold = {cid for cid in deferred if self.decision.get(cid) in (SCHEDULED, PROVISIONAL)}
-        hold.update(cid for cid in sched.info.get("held", ()) if cid not in sched.fallback)
+        hold = self._held(sched)
         for c in still:
             cid = c.coflow_id
             was = self.decision.get(cid)
