@@ -61,7 +61,7 @@ from ryu.topology import event as topo_event  # noqa: E402
 
 from eventlet import tpool  # noqa: E402
 
-from . import links as linkmod, ofmsgs  # noqa: E402
+from . import flowstats, links as linkmod, ofmsgs  # noqa: E402
 from .httpserver import configure_wsgi_server  # noqa: E402
 from .appflows import OpenFlowsAppMixin  # noqa: E402
 from .loop import DecisionLoopMixin  # noqa: E402
@@ -76,6 +76,8 @@ from .ryuconf import (CONF, check_observe_links, observe_links,  # noqa: E402
                       refuse_to_start, settings_from_conf)
 from ..httpjson import RequestError  # noqa: E402
 from .startup import STARTUP  # noqa: E402
+
+flowstats.install()  # flow-stats replies: counters now, match and actions when read
 
 LOG = logging.getLogger("rapier.controller")
 STARTUP.mark("imports")
