@@ -167,7 +167,9 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
             coflows of ``flows`` flows (``size_bytes`` 1 GB each) and DELETEs its
             previous coflow after every fourth POST.
         settle_s: seconds to wait after the rules are confirmed before reading the
-            controller's reconciliation totals (0: read them at once).
+            controller's reconciliation totals (0: read them at once); the CPU
+            ``ryu-manager`` uses meanwhile, with nothing asked of it but the poller's
+            rounds, is ``ryu_cpu_settle_per_s`` (CPU seconds per second).
         timeout_s: longest wait (s) for the burst to be decided and its rules confirmed.
         controller_opts: extra ``[rapier]`` options of the controller.
         cancel_after: then each client DELETEs this many of its coflows still
@@ -288,7 +290,9 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
         if cancel_after > 0:
             out["cancel_after"] = cancel_decided(em, act, clients, cancel_after, ip)
         if settle_s > 0:
+            c0 = _cpu_s(em.ryu.pid)
             time.sleep(settle_s)
+            out["ryu_cpu_settle_per_s"] = round((_cpu_s(em.ryu.pid) - c0) / settle_s, 3)
         _, sch = client.request(em.rest, "GET", REST_PREFIX + "/schedule", timeout=60)
         out["reconcile"] = dict(sch.get("reconcile") or {})
         out["decisions"] = sch.get("count")
