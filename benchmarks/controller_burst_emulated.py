@@ -62,7 +62,7 @@ from rapier_app.workload_options import add_workload_options  # noqa: E402
 #: the burst to be decided: each costs the controller time in proportion to its
 #: flows, so they are not asked more often (the times decided/installed are known to
 #: this much).
-POLL_S = 0.25
+POLL_S = 0.5
 
 
 def pct(xs: List[float], q: float) -> Optional[float]:
