@@ -169,7 +169,8 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
         settle_s: seconds to wait after the rules are confirmed before reading the
             controller's reconciliation totals (0: read them at once); the CPU
             ``ryu-manager`` uses meanwhile, with nothing asked of it but the poller's
-            rounds, is ``ryu_cpu_settle_per_s`` (CPU seconds per second).
+            rounds, is ``ryu_cpu_settle_per_s`` (CPU seconds per second), and
+            ``/health``'s latency then (asked every 50 ms) ``health_settle``.
         timeout_s: longest wait (s) for the burst to be decided and its rules confirmed.
         controller_opts: extra ``[rapier]`` options of the controller.
         cancel_after: then each client DELETEs this many of its coflows still
@@ -205,17 +206,17 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
         deleted: List[tuple] = []
         done = threading.Event()
 
-        def health():
-            while not done.is_set():
+        def health(lat=health_lat, stop=done):
+            while not stop.is_set():
                 t = time.perf_counter()
                 try:
                     st, _ = client.request(em.rest, "GET", REST_PREFIX + "/health", timeout=30)
                 except OSError as exc:
                     st = repr(exc)
-                health_lat.append(time.perf_counter() - t)
+                lat.append(time.perf_counter() - t)
                 if st != 200:
                     errors.append(("health", st))
-                done.wait(0.05)
+                stop.wait(0.05)
 
         def worker(k):
             rnd = random.Random(seed * 1000 + k)
@@ -290,9 +291,17 @@ def run(topology: str = "fattree:4", scheduler: str = "rapier", clients: int = 4
         if cancel_after > 0:
             out["cancel_after"] = cancel_decided(em, act, clients, cancel_after, ip)
         if settle_s > 0:
+            settle_lat: List[float] = []
+            stop = threading.Event()
+            h = threading.Thread(target=health, args=(settle_lat, stop))
             c0 = _cpu_s(em.ryu.pid)
+            h.start()
             time.sleep(settle_s)
+            stop.set()
+            h.join()
             out["ryu_cpu_settle_per_s"] = round((_cpu_s(em.ryu.pid) - c0) / settle_s, 3)
+            out["health_settle"] = _lat(settle_lat)
+            out["n_errors"] = len(errors)
         _, sch = client.request(em.rest, "GET", REST_PREFIX + "/schedule", timeout=60)
         out["reconcile"] = dict(sch.get("reconcile") or {})
         out["decisions"] = sch.get("count")

@@ -487,6 +487,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         self._stats_arrived(dpid, self._stats_parts.pop(dpid, []))  # after a decision
         if dpid in self._stats_full:
             self.reconcile_reply(dpid, self._stats_full.pop(dpid))
+            hub.sleep(0)  # a round's replies come back to back: let REST in between
 
     def reconcile_reply(self, dpid: int, stats) -> None:
         """The read-back of ``dpid``'s table is complete: repair it (:mod:`.reconcile`) unless
