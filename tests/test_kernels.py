@@ -938,6 +938,87 @@ def test_waterfill_from_kept_counts_equals_testing_every_alive_row(seed):
     assert ends_blocked > 2  # and the blocked-ends shortcut some
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_fillings_on_a_groups_links_equal_those_on_every_link(seed):
+    # the weighted pass visits a group's links only (kweighted._group_links,
+    # _kept_links, _alive_links): the same rates, shares, stamps, kept counts and
+    # return codes as the fillings over every link (_waterfill_kept,
+    # _waterfill_alive), bit for bit, with and without negative shares; the
+    # scratch counts are all zeros again after each call
+    rng = np.random.default_rng(700 + seed)
+    nl, W = 60, 4
+    L = nl - 1
+    seen = {"neg": 0, "kept": 0, "alive": 0}
+    for _ in range(40):
+        # a stack of three groups; the group filled is the middle one
+        ns = [int(x) for x in rng.integers(1, 40, 3)]
+        Ps = [_random_rows(rng, n, W, L) for n in ns]
+        P = np.vstack(Ps)
+        gptr = np.array([0, ns[0], ns[0] + ns[1], sum(ns)], dtype=np.int64)
+        csrs = [kalloc.group_csr(x, nl) for x in Ps]
+        lptrs = np.vstack([c[0] for c in csrs])
+        rows_all = np.concatenate([c[1] for c in csrs])
+        mark = np.zeros(nl, bool)
+        glp, glk = kweighted._group_links(P, gptr, lptrs, L, mark)
+        assert not mark.any()
+        for g in range(3):
+            want = np.unique(Ps[g][Ps[g] < L])
+            assert glk[glp[g]:glp[g + 1]].tolist() == want.tolist()
+        g, lo, n = 1, ns[0], ns[1]
+        alive_rows = lo + np.flatnonzero(rng.random(n) < 0.8)
+        alive = np.arange(P.shape[0], dtype=np.int64)
+        alive[lo:lo + alive_rows.size] = alive_rows
+        stamp = np.full(P.shape[0], kalloc.DEAD, np.int32)
+        stamp[alive_rows] = 0
+        gcnt = np.zeros((3, nl), np.int64)
+        for i in alive_rows:
+            for lk in P[i]:
+                gcnt[g, lk] += 1
+        share = rng.uniform(0.0, 10.0, nl)
+        share[rng.random(nl) < 0.15] = 0.0
+        neg = rng.random() < 0.3
+        if neg:  # negative shares, some off the group's links
+            share[rng.random(nl) < 0.1] = -1.0
+            seen["neg"] += 1
+        share[L] = np.inf
+        tol = np.full(nl, 1e-9)
+        tol[L] = 0.0
+        g0, g1 = int(glp[g]), int(glp[g + 1])
+        cnt = np.zeros(nl)
+        scratch = (np.empty(nl, bool), np.empty(nl, np.int64), np.empty(nl, np.int64))
+        ok = rng.random() < 0.5
+        runs = []
+        for sparse in (False, True):
+            s_, r_, st_, al_ = share.copy(), np.zeros(P.shape[0]), stamp.copy(), alive.copy()
+            gend = np.zeros((3, 2, nl), np.int64)
+            if ok:
+                kweighted._count_ends(P, gptr, g, al_, alive_rows.size, gend)
+            gok = np.array([False, ok, False])
+            lcnt = np.array([0, alive_rows.size, 0], np.int64)
+            if sparse:
+                a = kweighted._kept_links(P, gptr, g, al_, alive_rows.size, st_, 3, gcnt.copy(),
+                                          s_, tol, r_, lptrs, rows_all, gend, gok, lcnt, glk,
+                                          g0, g1, neg, cnt, *scratch)
+                assert not cnt.any()
+                s2, r2 = share.copy(), np.zeros(P.shape[0])
+                b = kweighted._alive_links(P, gptr, g, alive, alive_rows.size, s2, tol, r2,
+                                           lptrs, rows_all, glk, g0, g1, neg, cnt, *scratch)
+                assert not cnt.any()
+            else:
+                a = kweighted._waterfill_kept(P, gptr, g, al_, alive_rows.size, st_, 3,
+                                              gcnt.copy(), s_, tol, r_, lptrs, rows_all,
+                                              gend, gok, lcnt)
+                s2, r2 = share.copy(), np.zeros(P.shape[0])
+                b = kweighted._waterfill_alive(P, gptr, g, alive, alive_rows.size, s2, tol,
+                                               r2, lptrs, rows_all)
+            runs.append((a, s_.tobytes(), r_.tobytes(), st_.tobytes(), b, s2.tobytes(),
+                         r2.tobytes()))
+        assert runs[0] == runs[1]
+        seen["kept"] += runs[0][0] > 0
+        seen["alive"] += runs[0][4] > 0
+    assert seen["neg"] > 3 and seen["kept"] > 5 and seen["alive"] > 5
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_killed_rows_leave_the_kept_counts(seed):
     # the weighted pass removes the rows of newly saturated links from its kept

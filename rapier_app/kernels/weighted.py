@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import jit
-from .alloc import DEAD, _one_group, _waterfill_fill
+from .alloc import DEAD, _keep_counted, _one_group, _waterfill_fill
 
 
 @jit
@@ -227,6 +227,260 @@ def _waterfill_kept(P, gptr, g, alive, na, stamp, ep, gcnt, residual, tol, rate,
 
 
 @jit
+def _group_links(P, gptr, lptrs, L, mark):  # pragma: no cover - compiled
+    """Per group of the stack, the links its rows cross (the dummy ``L`` left out),
+    increasing: group g's are ``glk[glp[g]:glp[g + 1]]``, the links with a row in
+    its link index ``lptrs[g]``.  Collected from the rows when a group has fewer
+    entries than there are links (``mark``: bool scratch per link, all False, left
+    so), else from the link index.  Lets :func:`weighted_kernel` visit a group's
+    links instead of every link of the fabric in its per-group steps (on
+    ``fattree:10``, 1,500 links against a few dozen per coflow)."""
+    W = P.shape[1]
+    G = gptr.shape[0] - 1
+    glp = np.empty(G + 1, np.int64)
+    tot = 0
+    for g in range(G):
+        tot += min((gptr[g + 1] - gptr[g]) * W, L)
+    glk = np.empty(tot, np.int64)
+    m = 0
+    glp[0] = 0
+    for g in range(G):
+        lo = gptr[g]
+        n = gptr[g + 1] - lo
+        if n * W < L:
+            s = m
+            for i in range(lo, lo + n):
+                for k in range(W):
+                    lk = P[i, k]
+                    if lk < L and not mark[lk]:
+                        mark[lk] = True
+                        glk[m] = lk
+                        m += 1
+            glk[s:m].sort()
+            for t in range(s, m):
+                mark[glk[t]] = False
+        else:
+            lp = lptrs[g]
+            for lk in range(L):
+                if lp[lk + 1] > lp[lk]:
+                    glk[m] = lk
+                    m += 1
+        glp[g + 1] = m
+    return glp, glk
+
+
+@jit
+def _fill_links(P, lo, hi, residual, tol, rate, lp, rows_g, act, ep, n_act, cnt, glk,
+                g0, g1, neg, was_sat, ul, sat):  # pragma: no cover - compiled
+    """:func:`~.alloc._waterfill_fill` of one group (rows ``lo..hi-1``, link index
+    ``lp`` and ``rows_g``) whose links are ``glk[g0:g1]`` (:func:`_group_links`),
+    visiting those links instead of every link: ``cnt`` is zero off them (the
+    dummy aside), so the links with active rows, hence every step, are the same.
+    The first step's clamp of negative residuals runs over every link only when
+    ``neg`` (some entry of ``residual`` may be below 0): without it the clamp is a
+    no-op off the links whose residual the step lowered.  ``was_sat``, ``ul`` and
+    ``sat`` are scratch per link.  The same operations on the same links in the
+    same order, so bit for bit the same rates and residuals."""
+    W = P.shape[1]
+    nl = residual.shape[0]
+    cnt[nl - 1] = 0.0
+    nu = 0
+    for t in range(g0, g1):
+        lk = glk[t]
+        was_sat[lk] = residual[lk] <= tol[lk]
+        if cnt[lk] > 0:
+            ul[nu] = lk
+            nu += 1
+    level = 0.0
+    first = True
+    while n_act:
+        inc = 0.0
+        used = False
+        for u in range(nu):
+            lk = ul[u]
+            q = residual[lk] / cnt[lk]
+            if not used or q < inc:
+                inc = q
+            used = True
+        if not used:
+            return -1
+        if inc < 0.0:
+            inc = 0.0
+        level += inc
+        nsat = 0
+        if first:
+            for u in range(nu):
+                lk = ul[u]
+                residual[lk] -= inc * cnt[lk]
+            if neg:
+                for lk in range(nl):
+                    if residual[lk] < 0.0:
+                        residual[lk] = 0.0
+            else:
+                for u in range(nu):
+                    lk = ul[u]
+                    if residual[lk] < 0.0:
+                        residual[lk] = 0.0
+            first = False
+            for u in range(nu):
+                lk = ul[u]
+                s = residual[lk] <= tol[lk]
+                if s and not was_sat[lk]:
+                    sat[nsat] = lk
+                    nsat += 1
+                was_sat[lk] = s
+        else:
+            for u in range(nu):
+                lk = ul[u]
+                r = residual[lk] - inc * cnt[lk]
+                if r < 0.0:
+                    r = 0.0
+                residual[lk] = r
+                s = r <= tol[lk]
+                if s and not was_sat[lk]:
+                    sat[nsat] = lk
+                    nsat += 1
+                was_sat[lk] = s
+        froze = False
+        for t in range(nsat):
+            lk = sat[t]
+            for e in range(lp[lk], lp[lk + 1]):
+                j = rows_g[e]
+                if act[j] < ep:
+                    act[j] = ep
+                    n_act -= 1
+                    rate[lo + j] += level
+                    froze = True
+                    for k in range(W):
+                        cnt[P[lo + j, k]] -= 1.0
+        cnt[nl - 1] = 0.0
+        if froze:
+            nu = _keep_counted(ul, nu, cnt)
+    return 0
+
+
+@jit
+def _clear_counts(cnt, glk, g0, g1):  # pragma: no cover - compiled
+    """Zero ``cnt`` on the links ``glk[g0:g1]`` and on the dummy (the last entry):
+    the scratch counts of :func:`_fill_links` back to all zeros."""
+    for t in range(g0, g1):
+        cnt[glk[t]] = 0.0
+    cnt[cnt.shape[0] - 1] = 0.0
+
+
+@jit
+def _alive_links(P, gptr, g, alive, na, residual, tol, rate, lptrs, rows_all, glk, g0,
+                 g1, neg, cnt, was_sat, ul, sat):  # pragma: no cover - compiled
+    """:func:`_waterfill_alive` on the group's links ``glk[g0:g1]`` only
+    (:func:`_fill_links`; ``cnt`` all zeros on entry and on return): the same
+    active rows, counts and filling, bit for bit."""
+    W = P.shape[1]
+    lo = gptr[g]
+    hi = gptr[g + 1]
+    act = np.full(hi - lo, DEAD, np.int32)
+    n_act = 0
+    for t in range(na):
+        i = alive[lo + t]
+        ok = True
+        for k in range(W):
+            lk = P[i, k]
+            if not residual[lk] > tol[lk]:
+                ok = False
+                break
+        if ok:
+            act[i - lo] = 0
+            n_act += 1
+    if n_act == 0:
+        return 0
+    for t in range(na):
+        i = alive[lo + t]
+        if act[i - lo] == 0:
+            for k in range(W):
+                cnt[P[i, k]] += 1.0
+    st = _fill_links(P, lo, hi, residual, tol, rate, lptrs[g], rows_all[lo * W:hi * W],
+                     act, 1, n_act, cnt, glk, g0, g1, neg, was_sat, ul, sat)
+    _clear_counts(cnt, glk, g0, g1)
+    if st < 0:
+        return -1
+    return 1
+
+
+@jit
+def _ends_blocked_links(gend, g, residual, tol, glk, g0, g1):  # pragma: no cover
+    """:func:`_ends_blocked` looking at the group's links ``glk[g0:g1]`` only (the
+    end counts are zero off them): the same answer in O(its links)."""
+    for side in range(2):
+        blocked = True
+        for t in range(g0, g1):
+            lk = glk[t]
+            if gend[g, side, lk] > 0 and residual[lk] > tol[lk]:
+                blocked = False
+                break
+        if blocked:
+            return True
+    return False
+
+
+@jit
+def _kept_links(P, gptr, g, alive, na, stamp, ep, gcnt, residual, tol, rate, lptrs,
+                rows_all, gend, gok, lcnt, glk, g0, g1, neg, cnt, was_sat, ul,
+                sat):  # pragma: no cover - compiled
+    """:func:`_waterfill_kept` visiting the group's links ``glk[g0:g1]``
+    (:func:`_group_links`) instead of every link: its kept counts ``gcnt[g]`` and
+    end counts are zero off them, so the blocked-ends test, the links whose rows
+    are visited, the counts and the filling (:func:`_fill_links`) are the same, bit
+    for bit.  ``neg``: ``residual`` may hold an entry below 0; ``cnt`` (all zeros
+    on entry and on return), ``was_sat``, ``ul``, ``sat``: scratch per link."""
+    W = P.shape[1]
+    lo = gptr[g]
+    hi = gptr[g + 1]
+    lp = lptrs[g]
+    if gok[g] and _ends_blocked_links(gend, g, residual, tol, glk, g0, g1):
+        return 0
+    visits = 0
+    for t in range(g0, g1):
+        lk = glk[t]
+        if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
+            visits += lp[lk + 1] - lp[lk]
+    if visits > na:
+        if lcnt[g] != na:
+            lcnt[g] = _compact_alive(alive, lo, lcnt[g], stamp)
+        if not gok[g]:
+            _count_ends(P, gptr, g, alive, na, gend)
+            gok[g] = True
+            if _ends_blocked_links(gend, g, residual, tol, glk, g0, g1):
+                return 0
+        return _alive_links(P, gptr, g, alive, na, residual, tol, rate, lptrs, rows_all,
+                            glk, g0, g1, neg, cnt, was_sat, ul, sat)
+    act = stamp[lo:hi]
+    n_act = na
+    for t in range(g0, g1):
+        lk = glk[t]
+        cnt[lk] = float(gcnt[g, lk])
+    if visits:
+        bw = lo * W
+        for t in range(g0, g1):
+            lk = glk[t]
+            if gcnt[g, lk] > 0 and not residual[lk] > tol[lk]:
+                for e in range(lp[lk], lp[lk + 1]):
+                    j = rows_all[bw + e]
+                    if act[j] < ep:
+                        act[j] = ep
+                        n_act -= 1
+                        for k in range(W):
+                            cnt[P[lo + j, k]] -= 1.0
+    if n_act == 0:
+        _clear_counts(cnt, glk, g0, g1)
+        return 0
+    st = _fill_links(P, lo, hi, residual, tol, rate, lp, rows_all[lo * W:hi * W], act, ep,
+                     n_act, cnt, glk, g0, g1, neg, was_sat, ul, sat)
+    _clear_counts(cnt, glk, g0, g1)
+    if st < 0:
+        return -1
+    return 1
+
+
+@jit
 def _same_on(a, b, lp):  # pragma: no cover - compiled
     """Whether float64 vectors ``a`` and ``b`` are equal bit for bit on the links
     that have a row in the link index ``lp`` (:func:`_csr`)."""
@@ -245,6 +499,34 @@ def _same_flags(a, b):  # pragma: no cover - compiled
         if a[k] != b[k]:
             return False
     return True
+
+
+@jit
+def _same_flags_on(a, b, glk, g0, g1):  # pragma: no cover - compiled
+    """Whether vectors ``a`` and ``b`` are equal on the links ``glk[g0:g1]``."""
+    for t in range(g0, g1):
+        if a[glk[t]] != b[glk[t]]:
+            return False
+    return True
+
+
+@jit
+def _same_on_links(a, b, glk, g0, g1):  # pragma: no cover - compiled
+    """Whether float64 vectors ``a`` and ``b`` are equal bit for bit on the links
+    ``glk[g0:g1]`` (:func:`_same_on` on a group's links)."""
+    ai = a.view(np.int64)
+    bi = b.view(np.int64)
+    for t in range(g0, g1):
+        if ai[glk[t]] != bi[glk[t]]:
+            return False
+    return True
+
+
+@jit
+def _copy_on(dst, src, glk, g0, g1):  # pragma: no cover - compiled
+    """``dst[l] = src[l]`` for the links ``l`` of ``glk[g0:g1]``."""
+    for t in range(g0, g1):
+        dst[glk[t]] = src[glk[t]]
 
 
 #: :func:`weighted_kernel` memo flags, per group: its scan before round 1 found every
@@ -293,7 +575,8 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     Memo (issue 16).  Between two decision points most coflows keep their flows,
     and a group's part of round 1 is a pure function of its rows and of inputs
     the record keeps: the scan before round 1 of the free-link vector ``mfree0``
-    (its result: every row free, and the links it marks, ``mmark0``); the filling
+    (its result: every row free; the links it then marks are the group's links,
+    so ``mmark0`` is no longer written or read); the filling
     of round 1 of the alive rows (fixed by ``mfree0``) and of the share vector it
     is given (``min1``, compared bit for bit), whose results are the share vector
     after it (``mout1``) and each row's frozen level (``lvl``, added to ``rate``
@@ -302,6 +585,12 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     When the inputs are the same, the kept results are used instead of
     recomputing them, so every rate and residual is bit for bit what the full
     computation gives (``tests/test_kernels.py`` checks every pass of whole runs).
+    The records are read and written on the group's links only (:func:`_group_links`):
+    its scans and fillings read the free links and shares there alone.
+
+    Per-group steps visit the group's links, not every link of the fabric
+    (:func:`_kept_links`, :func:`_alive_links`, :func:`_fill_links`): the same
+    operations on the links that change, bit for bit (issue 40).
     """
     nl = residual.shape[0]
     L = nl - 1
@@ -316,6 +605,15 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     used = np.empty(nl)
     base = np.empty(nl)
     G = gptr.shape[0] - 1
+    # Per group, the links its rows cross: the per-group steps below visit these
+    # only (a coflow crosses a few dozen of fattree:10's 1,500 links), with scratch
+    # per-link arrays kept across the fillings (cntb all zeros between them)
+    lmark = np.zeros(nl, np.bool_)
+    glp, glk = _group_links(P, gptr, lptrs, L, lmark)
+    cntb = np.zeros(nl)
+    wsat = np.empty(nl, np.bool_)
+    ulb = np.empty(nl, np.int64)
+    satb = np.empty(nl, np.int64)
     # Per group, its rows not yet blocked: group g's are alive[gptr[g]:gptr[g] +
     # acnt[g]], increasing.  A row is dropped when a scan finds one of its links
     # saturated (residual <= tol).  Residuals only decrease in a pass, so it stays
@@ -376,28 +674,33 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
             for g in range(qptr[q], qptr[q + 1]):
                 lo = gptr[g]
                 n = gptr[g + 1] - lo
+                g0 = glp[g]
+                g1 = glp[g + 1]
                 if scan == 0:
-                    h = (mflag[g] & M_FREE0) != 0 and _same_flags(mfree0[g], free)
+                    h = (mflag[g] & M_FREE0) != 0 and \
+                        _same_flags_on(mfree0[g], free, glk, g0, g1)
                     hit0[g] = h
                     nflag[g] = M_FREE0
                     if not h:
-                        mfree0[g, :] = free
+                        _copy_on(mfree0[g], free, glk, g0, g1)
                     if h and (mflag[g] & M_SCAN0) != 0:
                         nflag[g] |= M_SCAN0
                         if n > 0:
                             found = True
-                            for lk in range(nl):
-                                if mmark0[g, lk]:
-                                    mark[lk] = True
+                            # the links marked are the group's links
+                            for t in range(g0, g1):
+                                mark[glk[t]] = True
                             # every row alive: the kept counts are the link index's
                             lp = lptrs[g]
                             for i in range(lo, lo + n):
                                 stamp[i] = 0
-                            for lk in range(nl):
+                            for t in range(g0, g1):
+                                lk = glk[t]
                                 gcnt[g, lk] = lp[lk + 1] - lp[lk]
+                            gcnt[g, L] = lp[L + 1] - lp[L]
                         continue
                 elif scan == 1 and hit0[g] and (mflag[g] & M_SCAN1) != 0 and \
-                        _same_flags(mfree1[g], free):
+                        _same_flags_on(mfree1[g], free, glk, g0, g1):
                     nflag[g] |= M_SCAN1
                     acnt[g] = 0
                     continue
@@ -407,18 +710,19 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                     if acnt[g] == 0:
                         if scan == 1:  # the record: no row free after round 1
                             nflag[g] |= M_SCAN1
-                            mfree1[g, :] = free
+                            _copy_on(mfree1[g], free, glk, g0, g1)
                         continue
                     acnt[g] = _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive,
                                          acnt[g], stamp, gcnt, gend, gok)
                     if acnt[g] > 0:
                         found = True
-                        for lk in range(nl):
+                        for t in range(g0, g1):
+                            lk = glk[t]
                             if gcnt[g, lk] > 0:
                                 mark[lk] = True
                     elif scan == 1:
                         nflag[g] |= M_SCAN1
-                        mfree1[g, :] = free
+                        _copy_on(mfree1[g], free, glk, g0, g1)
                     continue
                 m = 0
                 for t in range(acnt[g]):
@@ -442,11 +746,8 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                 lcnt[g] = m
                 if scan == 0 and m == n:
                     # every row free: the links marked are the group's links (those
-                    # with a row in its link index)
+                    # with a row in its link index, glk[g0:g1])
                     nflag[g] |= M_SCAN0
-                    lp = lptrs[g]
-                    for lk in range(nl):
-                        mmark0[g, lk] = lp[lk + 1] > lp[lk]
             if found:
                 mark[L] = False
                 for lk in range(nl):
@@ -470,52 +771,60 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
             if not present[q]:
                 continue
             w = wts[q]
+            # neg: some share below 0 (a negative input residual), which a
+            # filling's first clamp then lifts on every link (:func:`_fill_links`)
+            neg = False
             for lk in range(L):
                 share[lk] = base[lk] * (w / Wl[lk]) if Wl[lk] > 0 else 0.0
+                if share[lk] < 0.0:
+                    neg = True
             share[L] = np.inf
             for lk in range(nl):
                 start[lk] = share[lk]
             for g in range(qptr[q], qptr[q + 1]):
                 if acnt[g] > 0:
+                    g0 = glp[g]
+                    g1 = glp[g + 1]
                     if done == 1:
                         lo = gptr[g]
                         hi = gptr[g + 1]
+                        # (the records hold the group's links only: a group's
+                        # round 1 reads and writes the share there, and the dummy's
+                        # share is inf in every pass)
                         if hit0[g] and (mflag[g] & M_FILL1) != 0 and \
-                                _same_on(min1[g], share, lptrs[g]):
-                            lp = lptrs[g]
+                                _same_on_links(min1[g], share, glk, g0, g1):
                             ran = (mflag[g] & M_RAN1) != 0
-                            for lk in range(nl):
-                                if lp[lk + 1] > lp[lk]:
-                                    share[lk] = mout1[g, lk]
-                                elif ran and share[lk] < 0.0:
-                                    share[lk] = 0.0
+                            _copy_on(share, mout1[g], glk, g0, g1)
+                            if ran and neg:  # the filling's clamp off its links
+                                for lk in range(nl):
+                                    if share[lk] < 0.0:
+                                        share[lk] = 0.0
                             if ran:
                                 nflag[g] |= M_RAN1
                             out[2] += acnt[g]
                         else:
                             out[3] += acnt[g]
-                            for lk in range(nl):
-                                min1[g, lk] = share[lk]
+                            _copy_on(min1[g], share, glk, g0, g1)
                             for i in range(lo, hi):
                                 lvl[i] = 0.0
                             ep += 1
-                            st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep,
-                                                 gcnt, share, tol, lvl, lptrs, rows_all,
-                                                 gend, gok, lcnt)
+                            st = _kept_links(P, gptr, g, alive, acnt[g], stamp, ep, gcnt,
+                                             share, tol, lvl, lptrs, rows_all, gend, gok,
+                                             lcnt, glk, g0, g1, neg, cntb, wsat, ulb,
+                                             satb)
                             if st < 0:
                                 return -1
                             if st > 0:
                                 nflag[g] |= M_RAN1
-                            for lk in range(nl):
-                                mout1[g, lk] = share[lk]
+                            _copy_on(mout1[g], share, glk, g0, g1)
                         nflag[g] |= M_FILL1
                         for i in range(lo, hi):
                             rate[i] += lvl[i]
                     else:
                         ep += 1
-                        st = _waterfill_kept(P, gptr, g, alive, acnt[g], stamp, ep, gcnt,
-                                             share, tol, rate, lptrs, rows_all, gend, gok,
-                                             lcnt)
+                        st = _kept_links(P, gptr, g, alive, acnt[g], stamp, ep, gcnt,
+                                         share, tol, rate, lptrs, rows_all, gend, gok,
+                                         lcnt, glk, g0, g1, neg, cntb, wsat, ulb, satb)
                         if st < 0:
                             return -1
                         if st > 0:
@@ -542,11 +851,16 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     out[0] = done
     if out[1] == 0:
         return 0
+    negr = False
+    for lk in range(nl):
+        if residual[lk] < 0.0:
+            negr = True
     for g in range(G):
         if acnt[g] > 0:
             if lcnt[g] != acnt[g]:
                 lcnt[g] = _compact_alive(alive, gptr[g], lcnt[g], stamp)
-            if _waterfill_alive(P, gptr, g, alive, acnt[g], residual, tol, rate, lptrs,
-                                rows_all) < 0:
+            if _alive_links(P, gptr, g, alive, acnt[g], residual, tol, rate, lptrs,
+                            rows_all, glk, glp[g], glp[g + 1], negr, cntb, wsat, ulb,
+                            satb) < 0:
                 return -1
     return 0
