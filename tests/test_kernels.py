@@ -1099,3 +1099,63 @@ def test_end_counts_and_the_blocked_ends_test():
     mixed = free.copy()
     mixed[0] = mixed[2] = 0.0  # every row blocked, but no whole side: not seen
     assert not kweighted._ends_blocked(gend, 0, mixed, tol)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_assign_bandwidth_kernel_is_the_best_candidate_loop(seed):
+    # Algorithm 3's AssignBandwidth over a coflow's flexible flows, compiled on the
+    # candidate path blocks (krapier.assign_bandwidth_kernel), must choose the paths
+    # and give the rates and residuals of best_candidate's loop, bit for bit
+    from rapier_app.kernels import rapier as krapier
+    from rapier_app.scheduling.conserve import best_candidate
+    from rapier_app.scheduling.pathcache import pair_paths
+    from topologies import build_topology
+
+    topo = build_topology("fattree:4")
+    L = len(topo.capacity)
+    rng = np.random.default_rng(900 + seed)
+    hosts = sorted(topo.hosts)
+    chosen = none = 0
+    for _ in range(20):
+        n = int(rng.integers(1, 30))
+        pps = []
+        for _ in range(n):
+            a, b = rng.choice(len(hosts), 2, replace=False)
+            pps.append(pair_paths(topo, hosts[a], hosts[b], None))
+        blocks, off, npaths, nhops, pos = [], [], [], [], 0
+        for pp in pps:
+            M = pp.padded
+            off.append(pos)
+            npaths.append(M.shape[0])
+            nhops.append(M.shape[1])
+            blocks.append(M.ravel())
+            pos += M.size
+        mflat = np.concatenate(blocks).astype(np.int64)
+        res = rng.uniform(0.0, 1e9, L)
+        res[rng.random(L) < 0.3] = 0.0
+        rates0 = rng.uniform(0.0, 1e8, n)
+        sel = rng.permutation(n)[:int(rng.integers(1, n + 1))].astype(np.int64)
+        # the loop of distribute_bandwidth
+        r = res.tolist()
+        rl = rates0.tolist()
+        want = []
+        for j in sel.tolist():
+            best, best_ls, bw = best_candidate(pps[j].paths, pps[j].links, r)
+            want.append(-1 if best is None else pps[j].paths.index(best))
+            if best is None:
+                continue
+            rl[j] += bw
+            for lk in best_ls:
+                r[lk] -= bw
+        rx = np.append(res, np.inf)
+        rates = rates0.copy()
+        choice = np.empty(sel.shape[0], np.int64)
+        krapier.assign_bandwidth_kernel(sel, np.array(off, np.int64),
+                                        np.array(npaths, np.int64),
+                                        np.array(nhops, np.int64), mflat, rx, rates, choice)
+        assert choice.tolist() == want
+        assert rates.tobytes() == np.array(rl).tobytes()
+        assert rx[:-1].tobytes() == np.array(r).tobytes()
+        chosen += sum(k >= 0 for k in want)
+        none += sum(k < 0 for k in want)
+    assert chosen > 20 and none > 0

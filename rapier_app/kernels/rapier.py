@@ -272,3 +272,46 @@ def min_crossings_kernel(off, npaths, nhops, mflat, vol, w):  # pragma: no cover
         if best > 0.0:
             tot += vol[j] * best
     return tot
+
+
+@jit
+def assign_bandwidth_kernel(sel, off, npaths, nhops, mflat, rx, rates,
+                            choice):  # pragma: no cover - compiled
+    """Algorithm 3's AssignBandwidth for the flows ``sel`` (in visiting order) of one
+    coflow whose flows may still choose a path: each takes, among its candidate paths
+    (path blocks of :func:`greedy_place_kernel`), the first with the largest
+    bottleneck residual, if positive, adds it to ``rates[j]`` (bit/s) and takes it
+    from ``rx`` (residual per link, bit/s, with the sentinel's inf last).  Writes the
+    chosen path's index in the flow's block to ``choice[t]`` (-1: no path with
+    residual on every link).  The loop of
+    :func:`~rapier_app.scheduling.rapier.alg3.distribute_bandwidth` over
+    :func:`~rapier_app.scheduling.conserve.best_candidate`, compiled: the same
+    comparisons and IEEE operations in the same order (the sentinel's inf never
+    lowers a minimum), so the same paths, rates and residuals bit for bit.
+    Source: RAPIER Algorithm 3, lines 10-20."""
+    L = rx.shape[0] - 1
+    for t in range(sel.shape[0]):
+        j = sel[t]
+        o = off[j]
+        H = nhops[j]
+        best = -1
+        best_bw = 0.0
+        for k in range(npaths[j]):
+            b = o + k * H
+            m = rx[mflat[b]]
+            for h in range(1, H):
+                x = rx[mflat[b + h]]
+                if x < m:
+                    m = x
+            if m > best_bw:
+                best = k
+                best_bw = m
+        choice[t] = best
+        if best < 0:
+            continue
+        rates[j] += best_bw
+        b = o + best * H
+        for h in range(H):
+            lk = mflat[b + h]
+            if lk < L:
+                rx[lk] -= best_bw

@@ -56,8 +56,9 @@ def best_candidate(paths: Sequence[tuple], links: Sequence[Sequence[int]],
     bottleneck residual (bit/s).  Returns (path, its links, bandwidth), or
     (None, None, 0.0) when no path has residual capacity on every link."""
     best, best_ls, best_bw = None, None, 0.0
+    get = residual.__getitem__
     for p, ls in zip(paths, links):
-        bw = min([residual[l] for l in ls])
+        bw = min(map(get, ls))
         if bw > best_bw:
             best, best_ls, best_bw = p, ls, bw
     return best, best_ls, best_bw

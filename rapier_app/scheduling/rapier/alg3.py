@@ -25,7 +25,9 @@ import numpy as np
 
 from topologies import Topology
 
+from ... import kernels
 from ...core.model import CoflowState
+from ...kernels import rapier as krapier
 from ..conserve import WorkConservation, best_candidate
 from .plan import _SENT, CoflowPlan, _CoflowArrays
 
@@ -127,6 +129,21 @@ def distribute_bandwidth(order: Sequence[CoflowState], plans: Dict[str, CoflowPl
             room = e.any_room(now_res)
             sel = visit[room[visit]]
             if not sel.size:
+                continue
+            if kernels.ENABLED and rates.dtype == np.float64 and rates.flags.c_contiguous:
+                # compiled on the flows' candidate path blocks: the same choices,
+                # rates and residuals (krapier.assign_bandwidth_kernel)
+                off, npaths, nhops, mflat = e.path_blocks()
+                rx = np.empty(now_res.shape[0] + 1)
+                rx[:-1] = now_res
+                rx[-1] = np.inf
+                choice = np.empty(sel.shape[0], np.int64)
+                krapier.assign_bandwidth_kernel(sel.astype(np.int64), off, npaths, nhops,
+                                                mflat, rx, rates, choice)
+                for j, k in zip(sel.tolist(), choice.tolist()):
+                    if k >= 0:
+                        paths[j] = e.cand[j][k]
+                res = rx[:-1].tolist()
                 continue
             rl = rates.tolist()
             for j in sel.tolist():

@@ -227,12 +227,11 @@ class _CoflowArrays:
         links = np.unique(el)
         return links, load[links]
 
-    def cand_links(self, j: int) -> list:
-        """Flow j's candidate paths' link indices, as lists of ints."""
-        m = self.mats[j]
-        if m is not None:
-            return m.tolist()
-        return [self.topo.path_links(p).tolist() for p in self.cand[j]]
+    def cand_links(self, j: int) -> Tuple[tuple, ...]:
+        """Flow j's candidate paths' link indices, as tuples of ints (its pair's
+        :attr:`~rapier_app.scheduling.pathcache.PairPaths.links`, built once per
+        host pair and shared, instead of a new list per call)."""
+        return self.pairs[j].links
 
     def any_room(self, residual: np.ndarray) -> np.ndarray:
         """Per flow: does some candidate path have residual > 0 on every link?
