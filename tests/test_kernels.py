@@ -1028,6 +1028,7 @@ def test_killed_rows_leave_the_kept_counts(seed):
     rng = np.random.default_rng(300 + seed)
     nl, W = 30, 4
     L = nl - 1
+    killed_all = 0
     for _ in range(40):
         n = int(rng.integers(1, 50))
         P = _random_rows(rng, n, W, L)
@@ -1053,10 +1054,15 @@ def test_killed_rows_leave_the_kept_counts(seed):
         newly = np.concatenate([newly, np.zeros(3, np.int64)])  # unused tail
         nnew = newly.size - 3
         before = alive.copy()
+        kbuf = np.empty(3 + n, np.int64)
         left = kweighted._kill_rows(Ps, gptr, 1, newly, nnew, lptrs, rows_all, alive,
-                                    alive_rows.size, stamp, gcnt, gend, gok)
+                                    alive_rows.size, stamp, gcnt, gend, gok, kbuf)
         want = [i for i in alive_rows if not set(Ps[i]) & set(newly[:nnew].tolist())]
         assert left == len(want)
+        if not want:  # every row died: the counts are not read again, nor kept
+            assert (stamp[alive_rows] == kalloc.DEAD).all()
+            killed_all += 1
+            continue
         assert np.flatnonzero(stamp != kalloc.DEAD).tolist() == want
         # the list is compacted later, on demand (kweighted._compact_alive)
         assert np.array_equal(alive, before)

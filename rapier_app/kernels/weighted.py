@@ -88,13 +88,15 @@ def _count_ends(P, gptr, g, alive, na, gend):  # pragma: no cover - compiled
 
 @jit
 def _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive, na, stamp, gcnt, gend,
-               gok):  # pragma: no cover - compiled
+               gok, kbuf):  # pragma: no cover - compiled
     """The rows of group ``g`` on the links ``newly[:nnew]`` (just saturated) leave
     its ``na`` alive rows: their ``stamp`` becomes :data:`DEAD` and they leave the
     per-link counts ``gcnt[g]`` and, when kept (``gok[g]``), the end counts
     ``gend[g]`` (:func:`_count_ends`).  The list of alive rows is not touched (it
-    may then hold dead rows until :func:`_compact_alive`).  Returns the number of
-    rows left alive."""
+    may then hold dead rows until :func:`_compact_alive`).  ``kbuf`` (int64, at
+    least ``na`` entries) is scratch for the rows killed; when every alive row dies
+    the counts are left as they are (the pass reads no count of a group without
+    alive rows).  Returns the number of rows left alive."""
     W = P.shape[1]
     L = gend.shape[2] - 1
     lo = gptr[g]
@@ -107,12 +109,20 @@ def _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive, na, stamp, gcnt,
             j = lo + rows_all[bw + e]
             if stamp[j] != DEAD:
                 stamp[j] = DEAD
+                kbuf[killed] = j
                 killed += 1
-                for k in range(W):
-                    gcnt[g, P[j, k]] -= 1
-                if gok[g]:
-                    gend[g, 0, P[j, 0]] -= 1
-                    gend[g, 1, _last_link(P, j, L)] -= 1
+    if killed == na:
+        # no row left: the group's counts are never read again in this pass (its
+        # scans, fillings and final pass look only at groups with alive rows), so
+        # their decrements, a read of every killed row, are skipped
+        return 0
+    for t in range(killed):
+        j = kbuf[t]
+        for k in range(W):
+            gcnt[g, P[j, k]] -= 1
+        if gok[g]:
+            gend[g, 0, P[j, 0]] -= 1
+            gend[g, 1, _last_link(P, j, L)] -= 1
     return na - killed
 
 
@@ -614,6 +624,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
     wsat = np.empty(nl, np.bool_)
     ulb = np.empty(nl, np.int64)
     satb = np.empty(nl, np.int64)
+    kbuf = np.empty(P.shape[0], np.int64)
     # Per group, its rows not yet blocked: group g's are alive[gptr[g]:gptr[g] +
     # acnt[g]], increasing.  A row is dropped when a scan finds one of its links
     # saturated (residual <= tol).  Residuals only decrease in a pass, so it stays
@@ -713,7 +724,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
                             _copy_on(mfree1[g], free, glk, g0, g1)
                         continue
                     acnt[g] = _kill_rows(P, gptr, g, newly, nnew, lptrs, rows_all, alive,
-                                         acnt[g], stamp, gcnt, gend, gok)
+                                         acnt[g], stamp, gcnt, gend, gok, kbuf)
                     if acnt[g] > 0:
                         found = True
                         for t in range(g0, g1):
