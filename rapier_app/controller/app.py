@@ -491,13 +491,15 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
 
     def reconcile_reply(self, dpid: int, stats) -> None:
         """The read-back of ``dpid``'s table is complete: repair it (:mod:`.reconcile`) unless
-        rules were queued, in flight or sent since (it may predate them: retried later)."""
+        rules were queued, being built, in flight or sent since (it may predate them:
+        retried later)."""
         with self._lock:
             seq = self._reconcile_req.pop(dpid, None)
             if seq is None or self.datapaths.get(dpid) is None:
                 return
+            writer = self._writing.get(dpid)  # held: a batch taken, not yet sent
             if (seq != self._batches.get(dpid, 0) or self.core.ledger.pending(dpid)
-                    or self._outbox.get(dpid)):
+                    or self._outbox.get(dpid) or (writer is not None and writer.locked())):
                 self.core.reconcile_counts["skipped"] += 1
                 self._reconcile_due.add(dpid)
                 return
