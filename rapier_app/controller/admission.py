@@ -52,8 +52,8 @@ class AdmissionMixin:
 
     Uses the core's ``coflows``, ``state``, ``decision``, ``scheduler``,
     ``settings``, ``tracks``, ``desired``, ``schedule_count``, ``active``,
-    ``is_background``, ``_valid_path``, ``_flow_rules``, ``_dpid``, ``_pushes``
-    and ``ip``.
+    ``is_background``, ``_valid_path``, ``_flow_rules``, ``_dpid``, ``_pushes``,
+    ``ip`` and the submission's yield points (``_pause_step``, ``_pause_every``).
     """
 
     #: (key, residual bit/s per link) of :meth:`_admission_residual`
@@ -85,6 +85,7 @@ class AdmissionMixin:
             return got[1]
         by_path: Dict[tuple, float] = {}
         for c in self.active():
+            self._pause_step()  # the POST's yield point (lock kept, .registry)
             for f in c.active_flows():
                 p, r = f.path, f.rate_bps
                 if p and r > 0:
@@ -129,7 +130,8 @@ class AdmissionMixin:
         acts = Actions()
         desired = self.desired
         limits: List[Tuple[str, Dict[str, Any]]] = []
-        for f in sorted(flows, key=lambda f: -(f.spec.size_bytes - f.bytes_sent)):
+        for i, f in enumerate(sorted(flows, key=lambda f: -(f.spec.size_bytes - f.bytes_sent))):
+            self._pause_every(i)  # the POST's yield points (lock kept, .registry)
             fid = f.flow_id
             path = tuple(target.ecmp_path(f))
             if not self._valid_path(f, path):

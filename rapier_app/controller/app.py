@@ -128,8 +128,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         # The clock carries on from the first run on this database (0 = its epoch).
         epoch = self.core.clock_epoch(time.time())
         self._t0 = time.monotonic() - max(time.time() - epoch, 0.0)
-        #: One core call at a time (REST, OpenFlow events, poller); held only over
-        #: code that does not yield, so green threads never wait on it.
+        #: One core call at a time (REST, OpenFlow events, poller); a POST yields
+        #: holding it (readers wait for the whole coflow), the apply step releases it.
         self._lock = threading.RLock()
         #: dpid -> messages to send, in core order: (rule or None, message or None).
         self._outbox: Dict[int, deque] = {}
@@ -148,7 +148,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         self.worker = DecisionWorker(hub.Queue(), hub.QueueEmpty, self._decide_batch,
                                      log=LOG)
         # decisions in a native thread, yields to the event loop (loop.py)
-        self._init_loop(offload=tpool.execute, sleep=hub.sleep)
+        self._init_loop(offload=tpool.execute, sleep=hub.sleep, build_slot=hub.Semaphore(1))
         if not defer:  # kernels before the first decision (no cold start)
             self._load_kernels()
         # deferred: the REST server listens (reports are taken) while they load
@@ -276,7 +276,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         todo = sum(1 for _, m in batch if m is None)
         if todo >= self.OFFLOAD_BUILD_MIN and self._offload is not None \
                 and self.worker.running:  # a native thread builds them (loop.py)
-            built = self._offload(ofmsgs.build_messages, dp, batch, idle)
+            built = self._offload_build(ofmsgs.build_messages, dp, batch, idle)
         else:
             built = []
             for n, (item, msg) in enumerate(batch, 1):
@@ -314,8 +314,10 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
             RequestError: 400/413 for bad input (nothing written), 503 when the
             database refuses the write.
         """
-        with self._lock:
-            c, acts = self.core.submit(body, self.now(), schedule=False)
+        self._slice_t0 = time.perf_counter()  # validated first, without the lock;
+        req = self.core.parse_submission(body, self.core.hold_pause)  # then whole
+        with self._lock:  # (its pauses keep the lock: .registry.hold_pause)
+            c, acts = self.core.submit(body, self.now(), schedule=False, parsed=req)
             # its ECMP paths at once (.admission); not before the restored coflows'
             # decision: their rates are not in force yet, and its pushes would
             # replace the limits the agents keep
@@ -348,22 +350,22 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
             return {"finished": finished, "coflow": self.core.reply_view(coflow_id)}
 
     def coflows_page(self, state=None, limit=None, offset=0, flows=False) -> Dict[str, Any]:
-        """``GET /coflows`` (:meth:`~.durability.DurabilityMixin.coflows_page`), the
-        lock taken per coflow, yielding between coflows once a stretch ran over
-        :attr:`SLICE_S` (``/health``, POSTs, decisions go on); a coflow that left
-        memory meanwhile is left out."""
-        with self._lock:
-            page = self.core.page_ids(state, limit, offset)
+        """``GET /coflows`` (:meth:`~.durability.DurabilityMixin.coflows_page`) under
+        the lock, yielding between coflows once a stretch ran over :attr:`SLICE_S`:
+        a page of summaries keeps the lock there (one snapshot; POSTs wait, ``/health``
+        goes on), a page with flows lets it go (decisions and POSTs go on; a coflow
+        that left memory meanwhile is left out)."""
         self._slice_t0 = time.perf_counter()
         views = []
-        for cid in page.pop("ids"):
-            with self._lock:
+        with self._lock:
+            page = self.core.page_ids(state, limit, offset)
+            for cid in page.pop("ids"):
                 try:
                     views.append(self.core.coflow_view(cid, flows))
                 except RequestError as exc:
                     if exc.status != 404:
                         raise
-            self._pause()  # let /health and POSTs in once a stretch ran over SLICE_S
+                (self._pause_apply if flows else self._pause)()
         return {"coflows": views, **page}
 
     def observed(self) -> Dict[str, Any]:
@@ -383,7 +385,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
     def health(self) -> Dict[str, Any]:
         """``GET /health``: :meth:`~.fabric.FabricMixin.health_view` (``status`` ok,
         discovering or degraded, with the differences from a declared topology)."""
-        with self._lock:
+        with self._health_guard():  # no lock on the event loop (.loop)
             view = self.core.health_view(self.now(), list(self.datapaths), self.mismatches)
         view["startup"] = STARTUP.view()
         return view

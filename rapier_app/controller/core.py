@@ -466,7 +466,8 @@ class ControllerCore(ApplyMixin, AdmissionMixin, DecisionMixin, RegistryMixin, O
         view = super().coflow_view(cid, flows)
         view["decision"] = self.decision.get(cid, SCHEDULED)
         view["rates"] = "applied" if self.rates_applied(cid) else "pending"
-        for fv in view.get("flows", ()):
+        for i, fv in enumerate(view.get("flows", ())):
+            self._pause_every(i)  # under the lock (.registry.hold_pause)
             fv["rules"] = self.rule_states(fv["flow_id"])
         return view
 

@@ -141,6 +141,11 @@ class GreenServer:
                 # threading.Lock) is green there: a request waiting on it yields to
                 # the hub, which delivers the offloaded decision's result (tpool).
                 self.app._gate = Semaphore(1)
+                from eventlet.green import threading as green_threading
+
+                # ditto the app's lock: a POST yields to the hub holding it (a
+                # native RLock would let other green threads of this OS thread in)
+                self.app._lock = green_threading.RLock()
                 self.app._start_loop()  # what app.start() does before the worker runs
             greens = [eventlet.spawn(eventlet.wsgi.server, sock, self.app.wsgi, log=quiet,
                                      log_output=False, **kwargs)]

@@ -9,6 +9,7 @@ sections 7.3.4.1 (flow mod), 7.3.4.2 (group mod), 7.3.5.2 (flow stats).
 
 from __future__ import annotations
 
+import os
 from typing import Any, List, Sequence
 
 from .rules import COOKIE_TAG, COOKIE_TAG_MASK, FlowRule, GroupRule
@@ -122,12 +123,24 @@ def message_for(dp, item, idle_timeout_s: int = 0):
     return flow_mod(dp, item, idle_timeout_s if item.flow_id is not None else 0)
 
 
+#: messages built between two hand-overs of the interpreter lock (:func:`build_messages`)
+YIELD_EVERY = 16
+
+
 def build_messages(dp, batch, idle_timeout_s: int = 0) -> List[Any]:
     """The messages of ``batch`` (``(rule, message or None)`` pairs, in order): the
     message given, or :func:`message_for` the rule.  Builds objects and touches
-    nothing else, so the controller runs it in a native thread for a large batch."""
-    return [msg if msg is not None else message_for(dp, item, idle_timeout_s)
-            for item, msg in batch]
+    nothing else, so the controller runs it in a native thread for a large batch;
+    every :data:`YIELD_EVERY` messages it lets go of the interpreter lock
+    (``os.sched_yield``), so that the event loop, which waits for the lock after
+    each of its system calls, waits about 0.3 ms instead of the interpreter's
+    switch interval (5 ms) each time."""
+    out = []
+    for n, (item, msg) in enumerate(batch, 1):
+        out.append(msg if msg is not None else message_for(dp, item, idle_timeout_s))
+        if n % YIELD_EVERY == 0:
+            os.sched_yield()  # releases the lock (not patched by eventlet)
+    return out
 
 
 def barrier_request(dp):

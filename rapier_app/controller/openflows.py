@@ -91,6 +91,7 @@ class OpenFlowsMixin:
             ``flows[i]``, the message naming both flows (``<coflow>/<index>``).
         """
         for i, r in enumerate(reqs):
+            self._pause_every(i)
             other = self.match_index.find(r.match)
             if other is None:
                 continue
@@ -115,6 +116,7 @@ class OpenFlowsMixin:
         est = None
         out = []
         for i, r in enumerate(reqs):
+            self._pause_every(i)
             idx = first + i
             fid = f"{cid}/{idx}"
             size = r.size_bytes
@@ -136,7 +138,8 @@ class OpenFlowsMixin:
     def attach_flows(self, flows: Sequence[FlowState], tracks: Sequence[FlowTrack]) -> None:
         """Register ``flows`` (in their coflow already) with their tracks: cookies
         map back to them, live ones are filed in :attr:`match_index`."""
-        for f, tr in zip(flows, tracks):
+        for i, (f, tr) in enumerate(zip(flows, tracks)):
+            self._pause_every(i)
             self.tracks[f.flow_id] = tr
             self.flow_by_cookie[tr.cookie] = f
             if not f.done:

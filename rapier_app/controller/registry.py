@@ -10,13 +10,13 @@ reschedule's :class:`~.rules.Actions`.  Times in seconds, sizes in bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..core.model import CoflowSpec, CoflowState, FlowSpec
 from ..httpjson import RequestError
 from .rules import Actions
 from .store import CoflowRecord, StoreError
-from .validation import parse_coflow_request
+from .validation import PAUSE_EVERY, parse_coflow_request
 
 #: The states of a coflow in the registry.
 ACTIVE, DONE, CANCELLED = "active", "done", "cancelled"
@@ -83,8 +83,41 @@ class RegistryMixin:
     and ``_log``.
     """
 
+    #: called between the steps of :meth:`submit` and every :data:`PAUSE_EVERY` flows
+    #: inside them (validation, overlap check, database write, admission), and
+    #: while a coflow's view is built (None: never).  The Ryu app yields to the
+    #: event loop there (``app._pause``, once a stretch ran over its ``SLICE_S``:
+    #: ``/health`` is served) *keeping* its lock, so that no reader sees a
+    #: half-added coflow; set by ``app._start_loop``
+    hold_pause: Optional[Callable[[], None]] = None
+
+    def _pause_every(self, i: int) -> None:
+        """Call :attr:`hold_pause` when ``i`` (a flow's position in a loop) is a
+        non-zero multiple of :data:`PAUSE_EVERY`."""
+        if i and i % PAUSE_EVERY == 0 and self.hold_pause is not None:
+            self.hold_pause()
+
+    def _pause_step(self) -> None:
+        """Call :attr:`hold_pause` between two steps of a submission."""
+        if self.hold_pause is not None:
+            self.hold_pause()
+
     # -- REST operations ------------------------------------------------------------
-    def submit(self, body, now: float, schedule: bool = True) -> Tuple[CoflowState, Actions]:
+    def parse_submission(self, body, pause: Optional[Callable[[], None]] = None
+                         ) -> Dict[str, Any]:
+        """Validate a ``POST /coflows`` body against the topology in force
+        (:func:`~.validation.parse_coflow_request`, ``pause`` called every
+        :data:`PAUSE_EVERY` flows) without changing anything: the Ryu app runs it
+        before it takes its lock.  Returns the parsed request plus ``"topology"``,
+        the topology it was checked against (:meth:`submit` checks again if that
+        changed).  Raises RequestError 400 as :meth:`submit`."""
+        topo = self.topology
+        req = parse_coflow_request(body, topo, pause)
+        req["topology"] = topo
+        return req
+
+    def submit(self, body, now: float, schedule: bool = True,
+               parsed: Optional[Dict[str, Any]] = None) -> Tuple[CoflowState, Actions]:
         """Accept a new coflow (``POST /coflows``): validate, record it (``decision``
         ``queued``), then decide.  With ``"open": true`` it may have no flow yet and
         accepts more (:mod:`.openflows`).
@@ -99,6 +132,8 @@ class RegistryMixin:
             now: current time in seconds; becomes the coflow's arrival time.
             schedule: True: run :meth:`decide` at ``now`` before returning; False:
                 only accept and record it (the returned Actions are empty).
+            parsed: ``body`` already validated by :meth:`parse_submission` (used
+                when the topology in force is still the one it was checked against).
 
         Returns:
             (the coflow's state, the actions of the decision).
@@ -109,7 +144,9 @@ class RegistryMixin:
             would collide; the message names both); 503 when the database write fails.  Nothing is changed then
             (the database write is the last step before the coflow is accepted).
         """
-        req = parse_coflow_request(body, self.topology)
+        req = parsed
+        if req is None or req.get("topology") is not self.topology:
+            req = parse_coflow_request(body, self.topology, self.hold_pause)
         cid = req["id"]
         next_auto = self._next_auto
         if cid is None:
@@ -121,9 +158,11 @@ class RegistryMixin:
             raise RequestError(400, "id", f"coflow {cid!r} already exists "
                                           f"(state {self._known_state(cid)})")
         self.check_overlaps(cid, req["flows"], 0, 409)
+        self._pause_step()
         arrival = max(float(now), 0.0)
         known = [r.size_bytes for r in req["flows"] if r.size_bytes is not None]
         prepared = self.prepare_flows(cid, req["flows"], 0, None, known)
+        self._pause_step()
         spec = coflow_spec(cid, arrival, [p[0] for p in prepared], req["weight"])
         c = CoflowState(spec, self.policy)
         if self.store is not None:  # durable before it is accepted (issue 14)
@@ -132,13 +171,14 @@ class RegistryMixin:
                                name=req["name"])
             try:
                 with self.store.batch():
-                    self.store.add_coflow(rec)
+                    self.store.add_coflow(rec, self.hold_pause)
                     self.store.set_meta("next_cookie", self._next_cookie + len(prepared))
                     self.store.set_meta("next_auto", next_auto)
             except StoreError as exc:
                 self._log("error", "coflow %s not accepted: %s", cid, exc)
                 raise RequestError(503, "store", f"the coflow could not be recorded: "
                                                  f"{exc}") from None
+            self._pause_step()
         self._next_auto = next_auto
         self._next_cookie += len(prepared)
         self.coflows[cid] = c

@@ -88,6 +88,7 @@ ensure_eventlet_compat()
 from ryu.app.wsgi import ControllerBase, Response, route  # noqa: E402
 
 from ..httpjson import RequestError, require_bearer, short  # noqa: E402
+from .jsonslices import dumps_sliced  # noqa: E402
 from .settings import Settings, SettingsError  # noqa: E402
 from .validation import check_coflow_id, check_flow_count, decode_json_body  # noqa: E402
 
@@ -180,10 +181,14 @@ def configure_listeners(conf, settings: Settings, log: Optional[logging.Logger] 
 
 
 # -- responses and the error boundary ----------------------------------------------------
-def json_response(status: int, body, headers: Optional[Dict[str, str]] = None) -> Response:
-    """A JSON response with ``status`` (and extra ``headers``)."""
+def json_response(status: int, body, headers: Optional[Dict[str, str]] = None,
+                  pause=None) -> Response:
+    """A JSON response with ``status`` (and extra ``headers``); with ``pause``, a
+    long body is encoded in slices, ``pause()`` between them
+    (:func:`.jsonslices.dumps_sliced`: the event loop serves meanwhile)."""
+    text = json.dumps(body) if pause is None else dumps_sliced(body, pause)
     resp = Response(status=status, content_type="application/json",
-                    body=json.dumps(body).encode("utf-8"))
+                    body=text.encode("utf-8"))
     for k, v in (headers or {}).items():
         resp.headers[k] = v
     return resp
@@ -229,7 +234,7 @@ def rest_method(method):
             LOG.exception("REST %s %s failed", _method(req), safe_path(req))
             return json_response(500, {"error": "internal error (see the controller log)",
                                        "field": None})
-        return json_response(status, body)
+        return json_response(status, body, pause=getattr(self.app, "encode_pause", None))
 
     return wrapper
 
@@ -387,8 +392,10 @@ class RapierRestController(ControllerBase):
            requirements=ID_REQ)
     @rest_method
     def get_coflow(self, req, coflow_id, **_kwargs):
-        """One coflow; 404 for an unknown id."""
-        return 200, self.app.core.coflow_view(coflow_id)
+        """One coflow; 404 for an unknown id (read under the app's lock: a POST that
+        yields keeps it, so no half-added coflow is seen)."""
+        with self.app._lock:
+            return 200, self.app.core.coflow_view(coflow_id)
 
     @route("rapier", PREFIX + "/coflows/{coflow_id}", methods=["DELETE"], requirements=ID_REQ)
     @rest_method
@@ -427,7 +434,8 @@ class RapierRestController(ControllerBase):
     @rest_method
     def get_schedule(self, req, **_kwargs):
         """The schedule in force (paths and rates per flow, fallbacks, solve time)."""
-        return 200, self.app.core.schedule_view()
+        with self.app._lock:
+            return 200, self.app.core.schedule_view()
 
     @route("rapier", PREFIX + "/summary", methods=["GET", "HEAD"])
     @rest_method
@@ -465,7 +473,8 @@ class RapierRestController(ControllerBase):
         type ``prometheus_client.CONTENT_TYPE_LATEST``.  Same rules as the other read
         routes (same listen address; the bearer token is needed for mutating methods
         only); errors as :func:`rest_method` (JSON)."""
-        return _metrics_response(self.app.core)
+        with self.app._lock:
+            return _metrics_response(self.app.core)
 
     @route("rapier", PREFIX + "/health", methods=["GET", "HEAD"])
     @rest_method

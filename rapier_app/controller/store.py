@@ -42,7 +42,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import RapierError
 
@@ -258,8 +258,10 @@ class Store:
                              "DO UPDATE SET value=excluded.value", (key, str(value)))
 
     # -- writes -----------------------------------------------------------------------
-    def add_coflow(self, rec: CoflowRecord) -> None:
-        """Insert a new coflow and its flows (one transaction).
+    def add_coflow(self, rec: CoflowRecord, pause: Optional[Callable[[], None]] = None
+                   ) -> None:
+        """Insert a new coflow and its flows (one transaction; ``pause`` as
+        :meth:`add_flows`).
 
         Raises:
             StoreError: the write failed (e.g. the id exists).
@@ -271,22 +273,33 @@ class Store:
                 (rec.id, rec.weight, rec.arrival_s, rec.state, rec.ended_s, rec.finish_s,
                  int(bool(rec.open)), rec.name))
             rec.seq = cur.lastrowid
-            self.add_flows(rec.id, rec.flows)
+            self.add_flows(rec.id, rec.flows, pause)
 
-    def add_flows(self, cid: str, flows: Sequence[FlowRecord]) -> None:
+    #: flows inserted between two calls of :meth:`add_flows`'s ``pause``
+    PAUSE_ROWS = 128
+
+    def add_flows(self, cid: str, flows: Sequence[FlowRecord],
+                  pause: Optional[Callable[[], None]] = None) -> None:
         """Insert flows of coflow ``cid`` (already stored; one transaction).
+        ``pause()`` (when given) is called between two slices of
+        :attr:`PAUSE_ROWS` flows, inside the transaction: the caller must keep
+        every other writer out meanwhile (the controller's lock).
 
         Raises:
             StoreError: the write failed (e.g. a flow id exists).
         """
+        sql = ("INSERT INTO flows(flow_id, coflow_id, idx, src, dst, size_bytes, dst_port, "
+               "cookie, bytes_sent, finish_s, src_port, proto, size_known, start_s) "
+               "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        step = self.PAUSE_ROWS if pause is not None else max(len(flows), 1)
         with self.batch():
-            self._db.executemany(
-                "INSERT INTO flows(flow_id, coflow_id, idx, src, dst, size_bytes, dst_port, "
-                "cookie, bytes_sent, finish_s, src_port, proto, size_known, start_s) "
-                "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(f.flow_id, cid, f.idx, f.src, f.dst, f.size_bytes, f.dst_port, f.cookie,
-                  f.bytes_sent, f.finish_s, f.src_port, f.proto, int(bool(f.size_known)),
-                  f.start_s) for f in flows])
+            for i in range(0, len(flows), step):
+                if i:
+                    pause()
+                self._db.executemany(sql, [
+                    (f.flow_id, cid, f.idx, f.src, f.dst, f.size_bytes, f.dst_port, f.cookie,
+                     f.bytes_sent, f.finish_s, f.src_port, f.proto, int(bool(f.size_known)),
+                     f.start_s) for f in flows[i:i + step]])
 
     def set_open(self, cid: str, is_open: bool) -> None:
         """Set coflow ``cid``'s ``open`` flag (False: closed, no more flows)."""

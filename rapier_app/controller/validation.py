@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from topologies import Topology, TopologyError
 
@@ -228,9 +228,16 @@ def parse_flow(f, topo: Topology, where: str) -> FlowRequest:
     return FlowRequest(src, dst, None if size is None else float(size), dport, sport, proto)
 
 
-def parse_flow_list(flows, topo: Topology) -> List[FlowRequest]:
+#: flows validated between two calls of a request's ``pause`` hook
+PAUSE_EVERY = 32
+
+
+def parse_flow_list(flows, topo: Topology,
+                    pause: Optional[Callable[[], None]] = None) -> List[FlowRequest]:
     """Validate ``flows`` (a list of flow objects, :func:`parse_flow`); two flows of
     the list whose matches overlap (:func:`~.matches.overlaps`) are refused.
+    ``pause()`` (when given) is called every :data:`PAUSE_EVERY` flows: the REST
+    shell lets the event loop run there (validation changes nothing).
 
     Raises:
         RequestError: 400 naming the field (``flows`` when not a list).
@@ -240,6 +247,8 @@ def parse_flow_list(flows, topo: Topology) -> List[FlowRequest]:
     parsed: List[FlowRequest] = []
     seen = MatchIndex(lambda _k: True)
     for i, f in enumerate(flows):
+        if pause is not None and i and i % PAUSE_EVERY == 0:
+            pause()
         fr = parse_flow(f, topo, f"flows[{i}]")
         j = seen.find(fr.match)
         if j is not None:
@@ -270,8 +279,10 @@ def parse_add_flows_request(body, topo: Topology) -> List[FlowRequest]:
     return parse_flow_list(flows, topo)
 
 
-def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
-    """Validate a ``POST /coflows`` body against ``topo``.
+def parse_coflow_request(body, topo: Topology,
+                         pause: Optional[Callable[[], None]] = None) -> Dict[str, Any]:
+    """Validate a ``POST /coflows`` body against ``topo`` (``pause``: as
+    :func:`parse_flow_list`).
 
     Args:
         body: the raw request body (bytes or str, JSON) or an already decoded dict:
@@ -328,5 +339,5 @@ def parse_coflow_request(body, topo: Topology) -> Dict[str, Any]:
     if not isinstance(flows, list) or not (flows or is_open):
         raise RequestError(400, "flows", "must be a non-empty list of flows (or give "
                                          "\"open\": true to add flows later)")
-    return {"id": cid, "weight": float(weight), "flows": parse_flow_list(flows, topo),
+    return {"id": cid, "weight": float(weight), "flows": parse_flow_list(flows, topo, pause),
             "name": name, "open": is_open}

@@ -85,7 +85,12 @@ class ViewsMixin:
                "name": self.names.get(cid)}
         out = _jsonable(out)
         if flows:  # flow views are JSON-ready (no walk over them)
-            out["flows"] = [self.flow_view(f) for f in c.flows]
+            pause = getattr(self, "_pause_every", None)  # the core's (.registry)
+            views = out["flows"] = []
+            for i, f in enumerate(c.flows):
+                if pause is not None:
+                    pause(i)  # the caller holds the lock: nothing changes meanwhile
+                views.append(self.flow_view(f))
         return out
 
     def coflows_view(self) -> List[Dict[str, Any]]:
