@@ -2,7 +2,7 @@
 
 Responsiveness: the POST returns once the coflow is stored (the decision
 worker schedules after the reply), so its latency no longer grows with the scheduler's
-work; ``/health`` is asked every 50 ms meanwhile.  No switches are connected (rules for
+work; ``/health`` is asked every 50 ms meanwhile (from a process of its own).  No switches are connected (rules for
 absent switches are skipped; the scheduler still runs every decision).
 
 Usage::
@@ -96,6 +96,21 @@ def scraper(base: str, every_s: float, stop: threading.Event, out: list) -> None
         stop.wait(max(0.0, every_s - (time.perf_counter() - t)))
 
 
+def health_checker(base: str, done, out) -> None:
+    """``/health`` every 50 ms from a process of its own (as a monitoring agent asks
+    it: no interpreter lock shared with the clients building and encoding bodies)
+    until ``done`` is set; puts ``(latencies s, start times)`` (``perf_counter``:
+    the machine's monotonic clock, comparable across processes)."""
+    lat, at = [], []
+    while not done.is_set():
+        t = time.perf_counter()
+        client.request(base, "GET", "/rapier/v1/health", timeout=30)
+        lat.append(time.perf_counter() - t)
+        at.append(t)
+        time.sleep(0.05)
+    out.put((lat, at))
+
+
 def burst(args, scrape_every: float) -> int:
     """One controller, one burst of ``clients x per_client`` POSTs (``/health`` every
     50 ms, ``/metrics`` every ``scrape_every`` s when > 0); prints the figures and
@@ -111,8 +126,11 @@ def burst(args, scrape_every: float) -> int:
     try:
         hosts = client.request(base, "GET", "/rapier/v1/topology")[1]["hosts"]
         names = [h["name"] for h in hosts]
-        post_lat, health_lat, health_at, failures = [], [], [], []
-        done = threading.Event()
+        post_lat, failures = [], []
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        done, health_out = ctx.Event(), ctx.Queue()
 
         def worker(k):
             rnd = random.Random(k)
@@ -131,16 +149,9 @@ def burst(args, scrape_every: float) -> int:
                 if st != 201:
                     failures.append(st)
 
-        def health():
-            while not done.is_set():
-                t = time.perf_counter()
-                st, _ = client.request(base, "GET", "/rapier/v1/health", timeout=30)
-                health_lat.append(time.perf_counter() - t)
-                health_at.append(t)
-                time.sleep(0.05)
-
-        h = threading.Thread(target=health)
+        h = ctx.Process(target=health_checker, args=(base, done, health_out))
         h.start()
+        time.sleep(0.5)  # the checker's interpreter started
         scrapes: list = []
         scraping = threading.Event()
         sc = None
@@ -171,7 +182,8 @@ def burst(args, scrape_every: float) -> int:
         t_end = time.perf_counter()
         time.sleep(1.0)
         done.set()
-        h.join()
+        health_lat, health_at = health_out.get(timeout=60)
+        h.join(30)
         sched = client.request(base, "GET", "/rapier/v1/schedule", timeout=30)[1]
         print(f"{args.clients} clients x {args.per_client} POSTs on {args.topology} "
               f"({args.scheduler}): {wall:.1f} s, failures {failures}")

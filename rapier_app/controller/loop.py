@@ -143,6 +143,15 @@ class DecisionLoopMixin:
         self.core.apply_pause = self._pause_apply
         self.core.hold_pause = self._pause  # a POST yields keeping the lock
         self._on_loop = True
+        if self.SWITCH_INTERVAL_S is not None:
+            sys.setswitchinterval(self.SWITCH_INTERVAL_S)
+
+    #: the interpreter's switch interval (s) once the worker runs (Python's default:
+    #: 0.005).  Each time the event loop makes a system call (every yield polls its
+    #: sockets) a native thread running Python (a decision, a batch of flow mods)
+    #: takes the interpreter lock, and the loop waits up to this long to get it back:
+    #: a 1,000-flow POST yields about ten times.  None: left as it is
+    SWITCH_INTERVAL_S: Optional[float] = 0.001
 
     #: the worker runs on the event loop (:meth:`_start_loop`): ``/health`` reads
     #: without the app's lock (:meth:`_health_guard`), replies are encoded in slices

@@ -275,31 +275,37 @@ class Store:
             rec.seq = cur.lastrowid
             self.add_flows(rec.id, rec.flows, pause)
 
-    #: flows inserted between two calls of :meth:`add_flows`'s ``pause``
-    PAUSE_ROWS = 128
+    #: flows inserted by one statement of :meth:`add_flows` (and between two calls
+    #: of its ``pause``)
+    PAUSE_ROWS = 64
 
     def add_flows(self, cid: str, flows: Sequence[FlowRecord],
                   pause: Optional[Callable[[], None]] = None) -> None:
-        """Insert flows of coflow ``cid`` (already stored; one transaction).
-        ``pause()`` (when given) is called between two slices of
-        :attr:`PAUSE_ROWS` flows, inside the transaction: the caller must keep
-        every other writer out meanwhile (the controller's lock).
+        """Insert flows of coflow ``cid`` (already stored; one transaction), up to
+        :attr:`PAUSE_ROWS` flows per statement (``executemany`` lets go of the
+        interpreter lock at every row: with a native thread running Python, each
+        row then waited for the lock).  ``pause()`` (when given) is called between
+        two statements, inside the transaction: the caller must keep every other
+        writer out meanwhile (the controller's lock).
 
         Raises:
             StoreError: the write failed (e.g. a flow id exists).
         """
-        sql = ("INSERT INTO flows(flow_id, coflow_id, idx, src, dst, size_bytes, dst_port, "
-               "cookie, bytes_sent, finish_s, src_port, proto, size_known, start_s) "
-               "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-        step = self.PAUSE_ROWS if pause is not None else max(len(flows), 1)
+        head = ("INSERT INTO flows(flow_id, coflow_id, idx, src, dst, size_bytes, dst_port, "
+                "cookie, bytes_sent, finish_s, src_port, proto, size_known, start_s) VALUES ")
+        row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        step = self.PAUSE_ROWS
         with self.batch():
             for i in range(0, len(flows), step):
-                if i:
+                if i and pause is not None:
                     pause()
-                self._db.executemany(sql, [
-                    (f.flow_id, cid, f.idx, f.src, f.dst, f.size_bytes, f.dst_port, f.cookie,
-                     f.bytes_sent, f.finish_s, f.src_port, f.proto, int(bool(f.size_known)),
-                     f.start_s) for f in flows[i:i + step]])
+                part = flows[i:i + step]
+                args = []
+                for f in part:
+                    args.extend((f.flow_id, cid, f.idx, f.src, f.dst, f.size_bytes, f.dst_port,
+                                 f.cookie, f.bytes_sent, f.finish_s, f.src_port, f.proto,
+                                 int(bool(f.size_known)), f.start_s))
+                self._db.execute(head + ", ".join([row] * len(part)), args)
 
     def set_open(self, cid: str, is_open: bool) -> None:
         """Set coflow ``cid``'s ``open`` flag (False: closed, no more flows)."""
