@@ -67,16 +67,21 @@ def agent_limits(path: str) -> List[Tuple[float, Dict[str, float]]]:
 
 
 def released_at(limits: List[Tuple[float, Dict[str, float]]], flow_id: str) -> Optional[float]:
-    """When (unix s) ``flow_id``'s limit first went from below :data:`HELD_BPS` (held
-    behind another flow) to at least that; None if it never was held."""
-    held = False
+    """When (unix s) ``flow_id``'s limit last went from below :data:`HELD_BPS` (held
+    behind another flow) to at least that; None if it never was held.
+
+    The last such change, not the first: the site broker may lend a held flow some
+    bandwidth for a while (its estimate of other traffic moved), and a restarted
+    controller, whose estimate starts afresh, holds it again until the flow ahead is
+    known to be done."""
+    held, out = False, None
     for t, rates in limits:
         r = rates.get(flow_id)
         if r is not None and r < HELD_BPS:
             held = True
         elif held and r is not None:
-            return t
-    return None
+            held, out = False, t
+    return out
 
 
 def workload(name: str = "three"):

@@ -75,7 +75,11 @@ def test_controller_killed_mid_transfer_completes_every_coflow(ovs):
     # of the last byte, and the release within 0.5 s of the kernels and the report:
     # one decision, one agent push
     assert down["reported"] < max(down["rest"], down["first_done_last_byte"]) + 0.5, ev
-    assert down["kernels"] <= down["released"] < max(down["kernels"], down["reported"]) + 0.5, ev
+    # (released < 0: the site broker had lent the held flow bandwidth before the kill
+    # and nothing held it again; then there was no wait to bound)
+    if down["released"] > 0:
+        assert down["kernels"] <= down["released"] < \
+            max(down["kernels"], down["reported"]) + 0.5, ev
     cpu = ev["startup_cpu_s"]
     assert cpu["first_decision"] < 2.0, ev
     waited = max(0.0, down["first_decision"] - down["exec"] - cpu["first_decision"])
