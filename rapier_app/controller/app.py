@@ -144,7 +144,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         self._agents_down: set = set()
         self._last_retry = 0.0
         self._reported_missing = False
-        # Issue 14, responsiveness and reconciliation (worker.py, reconcile.py).
+        # Responsiveness and reconciliation (worker.py, reconcile.py).
         self.worker = DecisionWorker(hub.Queue(), hub.QueueEmpty, self._decide_batch,
                                      log=LOG)
         # decisions in a native thread, yields to the event loop (loop.py)

@@ -338,7 +338,7 @@ class ControllerCore(ApplyMixin, AdmissionMixin, DecisionMixin, RegistryMixin, O
         self._rule_cache.clear()
         self._apply_full = True  # the apply step's records no longer hold (.applying)
 
-    # -- what the switches hold (barrier-confirmed, issue 14) --------------------------
+    # -- what the switches hold (barrier-confirmed) --------------------------
     @property
     def installed(self) -> Dict[Tuple[int, str], FlowRule]:
         """Coflow rules confirmed on their switch by a barrier reply, keyed

@@ -1,4 +1,4 @@
-"""Restart, progress writes, retention and the paginated coflow list (issue 14).
+"""Restart, progress writes, retention and the paginated coflow list.
 
 Part of :class:`.core.ControllerCore` (as :class:`DurabilityMixin`), on top of the
 database of :mod:`.store`:

@@ -1,4 +1,4 @@
-"""Per-connection limits of Ryu's REST (WSGI) server (issue 14, responsiveness).
+"""Per-connection limits of Ryu's REST (WSGI) server (responsiveness).
 
 Ryu serves REST with ``eventlet.wsgi.server(sock, app, logger)``
 (``ryu.lib.hub.WSGIServer.serve_forever``), i.e. with eventlet's defaults: no socket

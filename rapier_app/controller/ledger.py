@@ -1,6 +1,6 @@
 """What each switch holds, as confirmed by OpenFlow barrier replies.
 
-Issue 14, consistency: a rule is recorded *installed* only after the switch answered
+Consistency: a rule is recorded *installed* only after the switch answered
 the ``OFPBarrierRequest`` sent behind it (OpenFlow Switch Specification 1.3.5,
 section 6.2: "upon receipt of a barrier request, the switch must finish processing
 all previously-received messages ... before sending the barrier reply").  Until

@@ -1,4 +1,4 @@
-"""Link failure: which links are down, and schedules that avoid them (issue 14).
+"""Link failure: which links are down, and schedules that avoid them.
 
 Pure logic, no Ryu import.  The Ryu shell (:mod:`.app`) translates
 

@@ -190,8 +190,8 @@ class PushBook:
                max_s: float = 0.0) -> float:
         """Mark ``host``'s set as unknown: the next :meth:`update` or :meth:`retry`
         pushes it again.  With ``min_s``/``max_s`` (s) the retry waits an exponential
-        backoff: ``min(min_s * 2**(n-1), max_s)`` after the n-th consecutive failure
-        (issue 14).  Returns that delay (s)."""
+        backoff: ``min(min_s * 2**(n-1), max_s)`` after the n-th consecutive failure.
+        Returns that delay (s)."""
         self.pushed[host] = FAILED
         n = self.backoff.get(host, (0, 0.0))[0] + 1
         delay = min(min_s * 2.0 ** (n - 1), max_s) if min_s > 0 else 0.0

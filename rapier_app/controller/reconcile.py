@@ -1,6 +1,6 @@
 """Reconciliation: a switch's flow table as read back, against the controller's view.
 
-Issue 14, consistency.  Periodically (``reconcile_interval_s``) and after a switch
+Consistency.  Periodically (``reconcile_interval_s``) and after a switch
 reconnects, the Ryu shell reads each switch's table back with an
 ``OFPFlowStatsRequest`` filtered by our cookie tag (:data:`.rules.COOKIE_TAG` /
 ``COOKIE_TAG_MASK``: only the controller's rules, never another app's) and hands the

@@ -165,7 +165,7 @@ class RegistryMixin:
         self._pause_step()
         spec = coflow_spec(cid, arrival, [p[0] for p in prepared], req["weight"])
         c = CoflowState(spec, self.policy)
-        if self.store is not None:  # durable before it is accepted (issue 14)
+        if self.store is not None:  # durable before it is accepted
             rec = CoflowRecord(cid, float(c.weight), float(c.arrival_s), ACTIVE,
                                flows=[p[2] for p in prepared], open=req["open"],
                                name=req["name"])

@@ -62,7 +62,7 @@ reply (the traceback goes to the log only).  Bad input changes nothing (everythi
 validated before the core mutates).  Ids in URLs must match
 :data:`~.validation.COFLOW_ID_PATTERN`.
 
-Security (issue 14, ``docs/operations.md``): :func:`configure_listeners` makes REST
+Security (``docs/operations.md``): :func:`configure_listeners` makes REST
 and OpenFlow listen on 127.0.0.1 unless configured otherwise, and refuses a REST
 address off loopback without ``rest_token``; with a token, POST/PUT/DELETE need
 ``Authorization: Bearer <token>`` (:func:`rapier_app.httpjson.require_bearer`).
@@ -408,7 +408,7 @@ class RapierRestController(ControllerBase):
     @rest_method
     def post_flow_done(self, req, coflow_id, index, **_kwargs):
         """A receiver or host agent reports flow ``index`` (0-based, decimal) of the
-        coflow complete (issue 13): 200 ``{"finished": true}`` when this closed it,
+        coflow complete: 200 ``{"finished": true}`` when this closed it,
         ``false`` when it was already done or the coflow is not active; 404 unknown
         coflow, 400 bad index."""
         check_coflow_id(coflow_id)

@@ -1,6 +1,6 @@
 """The controller's embedded database: accepted coflows and their state (SQLite).
 
-Issue 14, durability: every coflow the REST API accepts is written here before the
+Durability: every coflow the REST API accepts is written here before the
 ``POST`` returns 201; cancels and completions are written when they happen, the
 flows' ``bytes_sent`` every ``store_progress_interval_s``.  On restart
 :meth:`Store.load` gives them back and the core carries on

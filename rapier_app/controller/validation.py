@@ -4,7 +4,7 @@
 status + the offending field, e.g. ``flows[1].size_bytes``) before the core touches
 any state, so that bad input changes nothing.  Units: bytes for sizes.
 
-Limits (issue 14; ``docs/operations.md``):
+Limits (``docs/operations.md``):
 
 * coflow ids match :data:`COFLOW_ID_PATTERN` (so ``.``, ``..``, ids with ``/`` or
   non-ASCII characters are refused, in bodies and in URLs);

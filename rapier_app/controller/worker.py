@@ -1,4 +1,4 @@
-"""The decision worker: scheduling and rule pushes out of the REST handler (issue 14).
+"""The decision worker: scheduling and rule pushes out of the REST handler.
 
 ``POST /coflows`` validates the body, writes the coflow to the database, records it
 ``queued`` (:meth:`.registry.RegistryMixin.submit` with ``schedule=False``), puts its

@@ -30,7 +30,7 @@ def wc_update_kernel(Dl, cnts, F, P, check_on, alive, rates, cap, tol, rx,
     ``cap - load`` cut to 0 at ``tol``, written to ``rx`` (residual with the
     sentinel's inf last); then every counted live flow's ``room`` is whether the
     minimum of ``rx`` over its path is positive.  Bit for bit the numpy update.
-    Source: RAPIER Algorithm 3 at flow completions (issue 12)."""
+    Source: RAPIER Algorithm 3 at flow completions."""
     W = P.shape[1]
     o = 0
     for i in range(Dl.shape[0]):

@@ -156,7 +156,7 @@ def rank_select_kernel(alive, bcnt, sel):  # pragma: no cover - compiled
     the ``sel[k]``-th nonzero entry of ``alive``, i.e. ``np.flatnonzero(alive)[sel]``.
     Whole blocks of 64 indices are skipped with their live counts ``bcnt``, so a
     call costs O(blocks + 64 per block visited) instead of a per-position array
-    kept compacted at every flow completion (issue 16).
+    kept compacted at every flow completion.
 
     Args:
         alive: uint8 per global index (1: live); bcnt: int64 live count per block

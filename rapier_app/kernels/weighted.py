@@ -133,7 +133,7 @@ def _compact_alive(alive, lo, listed, stamp):  # pragma: no cover - compiled
     many are left.  :func:`weighted_kernel` compacts a group's list only before a
     pass over it (:func:`_count_ends`, :func:`_waterfill_alive`), not at every kill:
     on the Facebook hour's giants under Philae the compactions at every scan cost
-    about a tenth of the pass (issue 16)."""
+    about a tenth of the pass."""
     m = 0
     for t in range(listed):
         i = alive[lo + t]
@@ -185,7 +185,7 @@ def _waterfill_kept(P, gptr, g, alive, na, stamp, ep, gcnt, residual, tol, rate,
     0 after O(links) work.  On the Facebook hour under Philae (class weights 10^9
     to 1), a low class's share of a link shared with a heavier class is within
     tolerance, and 99.9 % of the alive-row tests that found no active row were
-    such cases (issue 16).
+    such cases.
 
     ``alive[gptr[g]:gptr[g] + lcnt[g]]`` lists the group's alive rows and the rows
     killed since the list was last compacted (:func:`_kill_rows`); it is compacted
@@ -582,7 +582,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
 
     Same floating-point operations in the same order as the numpy method.
 
-    Memo (issue 16).  Between two decision points most coflows keep their flows,
+    Memo.  Between two decision points most coflows keep their flows,
     and a group's part of round 1 is a pure function of its rows and of inputs
     the record keeps: the scan before round 1 of the free-link vector ``mfree0``
     (its result: every row free; the links it then marks are the group's links,
@@ -600,7 +600,7 @@ def weighted_kernel(P, gptr, qptr, wts, residual, tol, rate, cap, out, lptrs,
 
     Per-group steps visit the group's links, not every link of the fabric
     (:func:`_kept_links`, :func:`_alive_links`, :func:`_fill_links`): the same
-    operations on the links that change, bit for bit (issue 40).
+    operations on the links that change, bit for bit.
     """
     nl = residual.shape[0]
     L = nl - 1

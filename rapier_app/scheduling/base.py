@@ -93,7 +93,7 @@ class Scheduler:
             flow on any candidate path, RAPIER Algorithm 3's AssignBandwidth).
         few_senders: True when few of the scheme's flows send at a time (Sincronia's
             greedy rates: about one per port); the simulator then runs its sparse
-            event step, which touches only the sending flows (issue 16).  Default
+            event step, which touches only the sending flows.  Default
             False.
         unknown_sizes: what the scheme does when flow sizes are hidden
             (:meth:`expect_unknown_sizes`; ``docs/schedulers.md`` has the table):
@@ -103,7 +103,7 @@ class Scheduler:
             raises :class:`UnknownSizeError`).
         volatile_schedules: set True by a caller that reads a returned
             :class:`Schedule`'s vectors only until its next call to :meth:`schedule`
-            and never keeps them (the simulator, for the length of a run; issue 16).
+            and never keeps them (the simulator, for the length of a run).
             Schemes may then hand out their own live lists instead of copies (RAPIER
             and Varys at flow completions: two O(flows) list copies per event less).
             False (default): every returned schedule is the caller's to keep (the
@@ -158,7 +158,7 @@ class Scheduler:
     def group_finished(store: Dict[str, List[FlowState]], flows: Sequence[FlowState]) -> None:
         """Append each of ``flows`` to ``store[its coflow_id]`` (a list per coflow):
         the bookkeeping of :meth:`flows_finished` for schemes that drop finished
-        flows from cached per-coflow views by position (issue 16)."""
+        flows from cached per-coflow views by position."""
         for f in flows:
             lst = store.get(f.coflow_id)
             if lst is None:
@@ -243,7 +243,7 @@ class Scheduler:
         that order may return this very list as its schedule's flows
         (:meth:`Schedule.from_vectors`): the simulator then knows the vectors are
         aligned with its own positions without comparing them flow by flow (an
-        O(flows) pass per decision point with 600,000 flows live; issue 16).  The
+        O(flows) pass per decision point with 600,000 flows live).  The
         simulator calls it again whenever the list is replaced."""
         self._active_list = flows
 

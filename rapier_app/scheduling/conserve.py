@@ -4,7 +4,7 @@ RAPIER's Algorithm 1 (Section IV-C) and Varys's coordinator (Varys Section 5) ar
 re-run "whenever a new coflow comes or an existing coflow finishes".  Between those
 events single flows finish too; the bandwidth a finished flow frees must go to
 someone at once, or a link with a waiting flow on it sits idle until the next coflow
-event (the defect measured in issue 12: 2,000 s of port capacity idle on the
+event (the defect measured on the Facebook hour: 2,000 s of port capacity idle on the
 Facebook hour).
 
 :class:`WorkConservation` keeps what the last full pass decided (every flow's path,
@@ -27,8 +27,8 @@ flows: on every candidate path, or they got bandwidth), the work-conservation
 invariant that ``tests/test_work_conservation.py`` checks between events.
 
 Cost per flow event: the residual and each flow's room are updated on the links
-whose load changed since the last event only (bit-identical to recomputing them,
-issue 16), plus a few boolean passes over the flows, the output lists, and Python
+whose load changed since the last event only (bit-identical to recomputing them),
+plus a few boolean passes over the flows, the output lists, and Python
 work only for the flows that have room.  Units: rates and capacities in bit/s.
 """
 
@@ -94,7 +94,7 @@ class WorkConservation:
         ValueError: the per-flow sequences differ in length.
 
     Source: RAPIER Algorithm 3 (DistributeBandwidth) and Varys Section 5.3 (work
-    conservation), applied at every flow completion (issue 12).
+    conservation), applied at every flow completion.
     """
 
     def __init__(self, capacity: np.ndarray, coflows: Sequence[CoflowState],

@@ -72,7 +72,7 @@ def max_min_fair_flat(lens: np.ndarray, lidx: np.ndarray, capacity: np.ndarray,
     L = cap.shape[0]
     lidx = np.asarray(lidx, dtype=np.int64)
     if weights is None and demand is None and kernels.ENABLED:
-        # the compiled twin: same operations, same rates bit for bit (issue 16)
+        # the compiled twin: same operations, same rates bit for bit
         if lidx.size and (lidx.min() < 0 or lidx.max() >= L):
             raise IndexError("max_min_fair_flat: a link index outside the capacity vector")
         if kalloc.maxmin_flat_kernel(lens, lidx, np.maximum(cap, 0.0),

@@ -1,4 +1,4 @@
-"""A controller hand-off delay for the flow-level simulator (issue 13).
+"""A controller hand-off delay for the flow-level simulator.
 
 The simulator applies a scheduler's rates at the instant of the decision.  A real
 controller cannot: between a flow's last byte and its freed bandwidth being used by

@@ -93,7 +93,7 @@ class _Routed(Scheduler):
         """Hook (:meth:`Scheduler.flows_finished`): remember the finished flows per
         coflow, so that :meth:`_active_routes` drops them from a coflow's cached
         view by position (bisection on ``FlowState._ord``) instead of reading every
-        active flow's ``finish_s`` (issue 16: the giants finish one flow at a time)."""
+        active flow's ``finish_s`` (the giants finish one flow at a time)."""
         self.group_finished(self._finished, flows)
 
     def _finished_mask(self, cid: str, fl: list, idx: Optional[np.ndarray],

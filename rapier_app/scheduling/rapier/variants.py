@@ -43,7 +43,7 @@ class RapierResidual(Rapier):
 @register("rapier-isolated")
 class RapierIsolated(Rapier):
     """RAPIER with LP (4) solved on the full capacities: each coflow routed as if the
-    fabric were empty (``route_on="full"``, this project's default before issue 12).
+    fabric were empty (``route_on="full"``, this project's earlier default).
     Kept to show what routing on the leftover capacity buys: later coflows' routes
     cross saturated links and model (2) gives them alpha = 0.  Argmax rounding
     alone (``tie_break="none"``), as before."""

@@ -256,7 +256,7 @@ class _SeedScheduler(Scheduler):
         """Hook (:meth:`Scheduler.flows_finished`): remember which flows finished,
         per coflow, so :meth:`group` drops them from the cached group without
         reading every flow's ``finish_s`` (O(finished) instead of O(active) Python
-        work per decision; issue 16)."""
+        work per decision)."""
         self.group_finished(self._finished, flows)
 
     @staticmethod
@@ -412,7 +412,7 @@ class _SeedScheduler(Scheduler):
         free capacity R is above the tolerance but each queue's share of it, R *
         w / W, is not (for example two equal queues and tol < R <= 2 tol); on the
         Facebook hour about 4 % of Aalo's passes end so, after 40-46 rounds (they
-        ran the 200-round cap before; issue 16).
+        ran the 200-round cap before).
 
         The engine: compiled (:meth:`_weighted_compiled`) when the kernels are on and
         every flow is eligible, else numpy (:meth:`_weighted_numpy`); the same rates,
@@ -540,8 +540,8 @@ class _SeedScheduler(Scheduler):
         the unchanged groups keep their rows and the records the last pass wrote.  The
         arrays are then those a full rebuild gives, bit for bit, without copying
         every live flow's rows at every decision point (on the Facebook hour's
-        giants, 99 % of the rows passed are in calls that find their groups so;
-        issue 16).  Otherwise they are rebuilt."""
+        giants, 99 % of the rows passed are in calls that find their groups so).
+        Otherwise they are rebuilt."""
         c = self._stacks.get(kind)
         if c is not None and c[6] == nl and len(c[0]) == len(gs) and \
                 (c[5] is not None) == memo:
@@ -582,7 +582,7 @@ class _SeedScheduler(Scheduler):
         flows and the paths are read through the groups' lists
         (:class:`_ConcatPaths`): no per-flow list is built or edited, and the
         simulator skips its flow-by-flow check (600,000 live flows in the all-at-0
-        hour; issue 16).  Otherwise both lists are built."""
+        hour).  Otherwise both lists are built."""
         gs = [self.group(c) for c in coflows]
         rs = [rates.get(id(g)) for g in gs]
         rb = self._rbuf
@@ -600,7 +600,7 @@ class _SeedScheduler(Scheduler):
         elif rb is not None and vec is rb[1]:
             # a coflow's total is its slice's sum; a slice without a nonzero entry
             # sums to 0.0 (one C pass finds them instead of a sum per coflow: most
-            # coflows wait while hundreds are live, issue 16)
+            # coflows wait while hundreds are live)
             # (entries with any bit set: -0.0 too, so that they are cleared before the
             # array is reused; np.flatnonzero is 10x slower on floats)
             bits = vec.view(np.int64)

@@ -60,7 +60,7 @@ class Optas(_SeedScheduler):
     blocked then.  The model is the only code that reads a flow's true size
     (``flow.spec``): it stands for the sender's kernel; the scheduler learns only
     the one bit "written > threshold" and the instant it flips.
-    ``buffer_model=False`` is the reading before issue 16: no buffer, a flow is
+    ``buffer_model=False`` is the earlier reading: no buffer, a flow is
     large once it has *sent* more than the threshold.
 
     Args:

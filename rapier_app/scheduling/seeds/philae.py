@@ -69,7 +69,7 @@ class Philae(Aalo):
             (0 < pilot_fraction <= 1; default 0.01, Section 2.2).
         pilot_rule: ``"fraction"`` (default, the rule above) or ``"min-ports"``:
             min(#senders, #receivers) pilots, the public simulator's
-            ``minMapRedPilotFlows`` and this module's reading before issue 16 (more
+            ``minMapRedPilotFlows`` and this module's earlier reading (more
             than 1 % of the flows whenever a side has fewer than 100 ports).
         K, E, q1_hi: classes of the metric as in :class:`Aalo` (bytes).
         weight_base: ratio of consecutive class weights (> 1).

@@ -182,7 +182,7 @@ class Sincronia(_SeedScheduler):
     unordered coflows that arrived by the epoch start, BSSI orders the selected ones,
     and they are appended to the ordered list; a coflow once ordered keeps its place
     until it finishes (across epochs and horizon resets).  ``sets="reselect"`` is
-    this module's reading before issue 16: the LP over every live coflow at each
+    this module's earlier reading: the LP over every live coflow at each
     epoch, the ordered list replaced.
 
     Readings where the text is silent: d_c^p is the coflow's remaining bits on link
@@ -249,7 +249,7 @@ class Sincronia(_SeedScheduler):
         a coflow's row is kept from one call to the next while its active flows are
         the same (the same cached group) and it was given no bandwidth by the last
         decision (:meth:`emit`): then none of its counters moved, so the row is the
-        one that would be recomputed, bit for bit (issue 16).
+        one that would be recomputed, bit for bit.
         """
         groups = [self.group(c) for c in coflows]
         if self._sent_arr is None:  # counters read from the flows: not cached
