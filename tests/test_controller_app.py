@@ -158,7 +158,10 @@ def test_topology_and_health(app):
     st, h = call(app, "GET", "/rapier/v1/health")
     # the start's phases, in seconds after the process started, in the order reached
     phases = h.pop("startup")["phases_s"]
-    assert list(phases)[:3] == ["imports", "core", "kernels"], phases
+    # (the phase marks are the process's: an earlier test in this process may have
+    # reached later ones, e.g. first_flow_done, before this app's core)
+    assert [k for k in phases if k in ("imports", "core", "kernels")] == \
+        ["imports", "core", "kernels"], phases
     assert 0 < phases["imports"] <= phases["core"] <= phases["all_switches"], phases
     assert h == {"ok": True, "scheduler": "rapier", "topology": "leafspine:3,3,3",
                  "switches_connected": 6, "switches_configured": 6, "status": "ok",

@@ -369,3 +369,57 @@ def test_state_db_sync_sets_sqlite_synchronous(tmp_path):
         Store(str(tmp_path / "x.sqlite3"), sync="fast")
     with pytest.raises(SettingsError, match="state_db_sync: must be normal or full"):
         Settings(state_db_sync="always").validate()
+
+
+def test_progress_writes_only_changed_flows_in_chunks_with_pauses(tmp_path, monkeypatch):
+    """The poller's progress write touches the flows whose bytes_sent moved since
+    their last write, a chunk at a time, yielding (``hold_pause``) between chunks."""
+    db = str(tmp_path / "c.sqlite3")
+    app = build(db, scheduler="baseline")
+    hosts = [f"h{i}" for i in range(1, 10)]
+    flows = [flow(hosts[i % 9], hosts[(i + 1 + i // 9) % 9], MB, 1000 + i) for i in range(70)]
+    assert call(app, "POST", "/rapier/v1/coflows", {"flows": flows, "id": "w"})[0] == 201
+    core = app.core
+    monkeypatch.setattr(type(core), "PROGRESS_CHUNK", 30)
+    writes, pauses = [], []
+    real = core.store.update_flows
+    monkeypatch.setattr(core.store, "update_flows",
+                        lambda rows: (writes.append([r[0] for r in rows]), real(rows)))
+    core.hold_pause = lambda: pauses.append(len(writes))
+    assert core.persist_progress(app.now(), force=True) == 70
+    assert [len(w) for w in writes] == [30, 30, 10]
+    # a pause between two writes (after the first and the second), none before the first
+    # write and two in the scan of 70 flows (every 32)
+    assert pauses.count(1) == 1 and pauses.count(2) == 1 and pauses.count(0) == 2
+    writes.clear()
+    assert core.persist_progress(app.now(), force=False) == 0  # interval not passed
+    core._progress_written_s = -1e9
+    assert core.persist_progress(app.now()) == 0 and writes == []  # nothing moved
+    # one flow moves: only it is written
+    f = core.coflows["w"].flows[5]
+    f.bytes_sent = 12345
+    core._progress_written_s = -1e9
+    assert core.persist_progress(app.now()) == 1 and writes == [[f.flow_id]]
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT bytes_sent FROM flows WHERE flow_id=?",
+                           (f.flow_id,)).fetchone()[0] == 12345
+
+
+def test_schedule_view_yields_while_it_is_built(tmp_path):
+    """``GET /schedule`` with many flows yields to the event loop (``hold_pause``)
+    every 32 flows while building its allocations, and lists every live flow once."""
+    app = build(str(tmp_path / "c.sqlite3"), scheduler="baseline")
+    hosts = [f"h{i}" for i in range(1, 10)]
+    flows = [flow(hosts[i % 9], hosts[(i + 1 + i // 9) % 9], MB, 1000 + i) for i in range(70)]
+    assert call(app, "POST", "/rapier/v1/coflows", {"flows": flows, "id": "w"})[0] == 201
+    core = app.core
+    pauses = []
+    core.hold_pause = lambda: pauses.append(1)
+    view = core.schedule_view()
+    # 70 live flows scanned, then 70 allocations built: 140 steps, a pause every 32
+    assert len(pauses) == 140 // 32
+    assert sorted(view["allocations"]) == sorted(f"w/{i}" for i in range(70))
+    assert list(view)[:8] == ["scheduler", "computed_at_s", "count", "solve_s",
+                              "reschedule_on", "order", "fallback", "allocations"]
+    core.hold_pause = None
+    assert core.schedule_view() == view

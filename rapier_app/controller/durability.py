@@ -30,6 +30,7 @@ from .pushes import FAILED
 from .registry import ACTIVE, CANCELLED, DONE, FlowTrack, coflow_spec
 from .rules import Actions
 from .store import CoflowRecord, StoreError
+from .validation import PAUSE_EVERY
 from .views import _jsonable
 
 #: coflows in a ``GET /coflows`` page when ``?limit=`` is not given (at most
@@ -50,6 +51,8 @@ class DurabilityMixin:
     ``errors``, ``settings`` and :meth:`reschedule`)."""
 
     _progress_written_s: Optional[float] = None
+    #: flow id -> the ``bytes_sent`` last written for it (active flows only)
+    _progress_bytes: Optional[Dict[str, float]] = None
     #: True when the database had been used by an earlier run (a restart).
     restarted: bool = False
 
@@ -139,24 +142,56 @@ class DurabilityMixin:
             self.ended_s[rec.id] = rec.ended_s
 
     # -- progress writes and retention -------------------------------------------
+    #: rows per database write of :meth:`persist_progress`; the core's
+    #: ``hold_pause`` runs between two writes (and every :data:`PAUSE_EVERY` flows
+    #: of the scan), so a poller round with 20,000 active flows does not hold the
+    #: event loop for the whole write (about 50 ms in one piece)
+    PROGRESS_CHUNK = 1000
+
     def persist_progress(self, now: float, force: bool = False) -> int:
         """Write the active flows' ``bytes_sent`` when ``store_progress_interval_s``
-        passed since the last write (or ``force``).  Returns the number of flows
-        written (0 without a database).  A failed write is logged, not raised."""
+        passed since the last write (or ``force``): only the flows whose
+        ``bytes_sent`` changed since it was last written (``force``: every active
+        flow), :attr:`PROGRESS_CHUNK` rows per write with the core's ``hold_pause``
+        between them.  Returns the number of flows written (0 without a database).
+        A failed write is logged, not raised (the flows not written are written at
+        the next call)."""
         if self.store is None:
             return 0
         last = self._progress_written_s
         if not force and last is not None and now - last < self.settings.store_progress_interval_s:
             return 0
         self._progress_written_s = now
-        rows = [(f.flow_id, float(f.bytes_sent), None) for c in self.active()
-                for f in c.active_flows()]
-        try:
-            self.store.update_flows(rows)
-        except StoreError as exc:
-            self._log("error", "%s", exc)
-            self.errors.append(f"{now:.3f}: {exc}")
-            return 0
+        pause = getattr(self, "hold_pause", None)
+        written = {} if force else (self._progress_bytes or {})
+        seen: Dict[str, float] = {}
+        rows = []
+        i = 0
+        for c in self.active():
+            for f in c.active_flows():
+                b = float(f.bytes_sent)
+                fid = f.flow_id
+                if written.get(fid) != b:
+                    rows.append((fid, b, None))
+                else:
+                    seen[fid] = b
+                i += 1
+                if pause is not None and i % PAUSE_EVERY == 0:
+                    pause()
+        for k in range(0, len(rows), self.PROGRESS_CHUNK):
+            part = rows[k:k + self.PROGRESS_CHUNK]
+            if k and pause is not None:
+                pause()
+            try:
+                self.store.update_flows(part)
+            except StoreError as exc:
+                self._log("error", "%s", exc)
+                self.errors.append(f"{now:.3f}: {exc}")
+                self._progress_bytes = seen
+                return k
+            for fid, b, _ in part:
+                seen[fid] = b
+        self._progress_bytes = seen
         return len(rows)
 
     def prune(self, now: float) -> List[str]:

@@ -10,6 +10,7 @@ import math
 from typing import Any, Dict, List, Optional
 
 from ..core.model import FlowState, Schedule
+from .validation import PAUSE_EVERY
 
 
 def _jsonable(v):
@@ -117,17 +118,39 @@ class ViewsMixin:
     def schedule_view(self) -> Dict[str, Any]:
         """The schedule in force, for ``GET /schedule``: allocations of unfinished
         flows only (in ``coflow`` mode the last decision outlives flows that finished
-        since), and ``reschedule_on``, the decision points in use."""
+        since), and ``reschedule_on``, the decision points in use.
+
+        Built a flow at a time with the core's ``hold_pause`` (when set) every
+        :data:`~.validation.PAUSE_EVERY` flows: with 20,000 flows in force the
+        view takes a few hundred milliseconds, during which the event loop serves
+        ``/health`` (the lock stays held: one snapshot)."""
         s = self.last_schedule or Schedule()
-        live = {f.flow_id for c in self.active() for f in c.active_flows()}
-        return _jsonable({
+        pause = getattr(self, "hold_pause", None)
+        live = set()
+        i = 0
+        for c in self.active():
+            for f in c.active_flows():
+                live.add(f.flow_id)
+                i += 1
+                if pause is not None and i % PAUSE_EVERY == 0:
+                    pause()
+        allocations = {}
+        for fid in sorted(s.allocations):
+            if fid in live:
+                a = s.allocations[fid]
+                allocations[str(fid)] = {"path": [str(n) for n in a.path],
+                                         "rate_bps": _num(a.rate_bps)}
+                i += 1
+                if pause is not None and i % PAUSE_EVERY == 0:
+                    pause()
+        head = _jsonable({
             "scheduler": self.settings.scheduler, "computed_at_s": self.last_schedule_s,
             "count": self.schedule_count, "solve_s": self.last_solve_s,
             "reschedule_on": self.reschedule_mode(),
-            "order": list(s.order), "fallback": dict(s.fallback),
-            "allocations": {fid: {"path": list(a.path), "rate_bps": a.rate_bps}
-                            for fid, a in sorted(s.allocations.items()) if fid in live},
-            "installed_rules": len(self.installed), "info": s.info, "errors": self.errors[-20:]})
+            "order": list(s.order), "fallback": dict(s.fallback)})
+        tail = _jsonable({"installed_rules": len(self.installed), "info": s.info,
+                          "errors": self.errors[-20:]})
+        return {**head, "allocations": allocations, **tail}
 
     def topology_view(self, observed: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """The configured topology, its hosts' attachment points, and what was
