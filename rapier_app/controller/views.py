@@ -135,9 +135,10 @@ class ViewsMixin:
                 if pause is not None and i % PAUSE_EVERY == 0:
                     pause()
         allocations = {}
-        for fid in sorted(s.allocations):
+        allocs = s.allocations
+        for fid in sorted(allocs):
             if fid in live:
-                a = s.allocations[fid]
+                a = allocs[fid]
                 allocations[str(fid)] = {"path": [str(n) for n in a.path],
                                          "rate_bps": _num(a.rate_bps)}
                 i += 1
