@@ -300,7 +300,8 @@ class Simulator:
         wants = (bool(getattr(sch, "few_senders", False))
                  if SPARSE_STEP is None else SPARSE_STEP)
         sparse = (wants and bool(getattr(sch, "sticky_paths", False)) and _kernels.ENABLED
-                  and not by_coflow and self.event_log is None)
+                  and not by_coflow and self.event_log is None
+                  and not getattr(sch, "decision_interval", 0))
         cap = self.topology.capacity
         st = SimState(self.topology, sch, len(self.specs), self.policy,
                       by_coflow, sparse, cap * (1 + CAPACITY_SLACK) + 1e-6,

@@ -63,6 +63,9 @@ class SimState:
             are read here.
         n_coflows: the workload's size.
         by_coflow: decisions only at coflow events (``reschedule_on="coflow"``).
+        The scheduler's ``decision_interval`` (s, default 0) is kept as ``interval``:
+        when > 0, a flow completion is acted on at the first multiple of it (see
+        :func:`~rapier_app.sim.steps.next_event`).
         sparse: run :func:`sparse_step` (else :func:`dense_step`).
         cap_limit: (n_links,) bit/s, the load above which a link is over capacity.
         exact_every: the capacity check sums every link's load exactly at least once
@@ -93,7 +96,7 @@ class SimState:
     __slots__ = (
         "now", "ai", "active", "arrived", "cevent", "policy", "reads_on_wake", "woke",
         "hidden",
-        "by_coflow", "sticky", "sparse", "compiled", "reads", "reads_bytes",
+        "by_coflow", "interval", "sticky", "sparse", "compiled", "reads", "reads_bytes",
         "reads_on_arrival", "reads_on_cevent", "reads_vector", "reads_coflow",
         "bound", "bind_act", "bound_act", "fin_hook", "link_bytes",
         "cap", "cap_limit", "n_links", "links", "path_links", "exact_every",
@@ -113,6 +116,7 @@ class SimState:
         self.policy = policy
         rp = getattr(scheduler, "reads_progress", True)
         self.by_coflow = by_coflow
+        self.interval = float(getattr(scheduler, "decision_interval", 0.0) or 0.0)
         self.sticky = bool(getattr(scheduler, "sticky_paths", False))
         self.sparse = sparse
         self.compiled = _kernels.ENABLED

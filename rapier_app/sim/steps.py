@@ -420,14 +420,22 @@ def check_capacity(st: SimState, iv: Interval, res, scheduler_name: str) -> None
 def next_event(st: SimState, iv: Interval, arrivals: Sequence[CoflowSpec],
                scheduler: Scheduler) -> float:
     """The time (s) of the next event: the first flow completion (with
-    ``by_coflow``, the first coflow completion when one can happen), the next
-    arrival or the scheduler's wake-up, whichever comes first.
+    ``by_coflow``, the first coflow completion when one can happen; with a
+    scheduler's ``decision_interval`` d > 0, the first multiple of d at or after the
+    first flow completion), the next arrival or the scheduler's wake-up, whichever
+    comes first.
 
     Raises:
         StepError: no event is pending while flows are left without bandwidth.
     """
     now = st.now
     t_next = now + (float(iv.ttf_min) if iv.n_sel else math.inf)
+    if st.interval > 0 and not st.by_coflow and math.isfinite(t_next):
+        # the scheduler acts on flow completions at its next interval boundary
+        # (its decision_interval): the first multiple of it at or after the first
+        # completion; flows that finish before it finish at their own times
+        t_tick = math.ceil(t_next / st.interval - 1e-9) * st.interval
+        t_next = max(t_tick, t_next)
     if st.by_coflow and iv.n_sel:
         # next coflow completion: the coflow whose last active flow finishes first
         # (flows without bandwidth never finish: inf)
@@ -533,7 +541,7 @@ def _drop_finished(st: SimState, iv: Interval, fin: np.ndarray,
     else:
         keep = np.ones(m, dtype=bool)
         keep[fin_pos] = False
-    if st.by_coflow:
+    if st.by_coflow or st.interval > 0:
         # between decisions flows finish at their own times
         fin_t = np.minimum(st.now + iv.ttf[fin], t_next).tolist()
     else:

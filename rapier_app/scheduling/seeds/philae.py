@@ -74,6 +74,15 @@ class Philae(Aalo):
         K, E, q1_hi: classes of the metric as in :class:`Aalo` (bytes).
         weight_base: ratio of consecutive class weights (> 1).
         rounds: weighted rounds (``None``: until saturated, as :class:`Aalo`).
+        decision_interval: seconds (default 0.010, Aalo's Delta: Philae runs in the
+            same coordinator framework, Section 3, with scheduling intervals delta,
+            Section 4.3 and Table 4); rate calculation is "event triggered" (Table 1):
+            an interval in which a flow completed recalculates the rates at its end
+            (the first multiple of the interval at or after the completion), and
+            one without events keeps the rates ("did not have to flush rates in 66%
+            of the intervals", Section 4.3).  Arrivals and class changes are acted
+            on at once.  ``0``: at every flow completion (this module's behaviour
+            before; see :class:`Aalo`).
 
     Raises:
         SchedulerError: unknown metric or pilot_rule, or bad numbers.
@@ -91,9 +100,9 @@ class Philae(Aalo):
                  metric: str = "contention", K: int = 10, E: float = 10.0,
                  q1_hi: float = 10 * MIB, weight_base: float = 10.0,
                  rounds: Optional[int] = None, pilot_fraction: float = 0.01,
-                 pilot_rule: str = "fraction"):
+                 pilot_rule: str = "fraction", decision_interval: float = 0.010):
         super().__init__(topology, seed, max_paths, K=K, E=E, q1_hi=q1_hi, delta=0.0,
-                         rounds=rounds)
+                         rounds=rounds, decision_interval=decision_interval)
         if metric not in ("contention", "size"):
             raise SchedulerError(f"metric: must be 'contention' or 'size', got {metric!r}")
         if not weight_base > 1:
