@@ -424,6 +424,8 @@ def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
               "work_conserving": declared_level(sched), "max_paths": args.max_paths,
               "path_slack": topo.path_slack,
               "reschedule": args.reschedule, "workload": workload,
+              "decision_interval_s": 0.0 if args.reschedule == "coflow" else float(
+                  getattr(sched, "decision_interval", 0.0) or 0.0),
               "handoff_delay_s": sched.delay_s if isinstance(sched, HandoffDelay) else 0.0,
               "handoff_jitter_s": sched.jitter_s if isinstance(sched, HandoffDelay) else 0.0}
     write_run(fh, header, log, {r.coflow_id: r.cct_s for r in res.coflows})

@@ -133,6 +133,30 @@ def test_idle_path_level():
     assert r.kinds() == {"idle"} and r.idle_s == pytest.approx(2.0)
 
 
+def test_decision_interval_idle_only_until_the_next_boundary():
+    # A: h1->h2 (62.5 MB = 0.5 Gbit) and h1->h3 (125 MB) share h1's uplink at G/2
+    # each; A/0 finishes at 1.0 s, the next decision comes at 1.004 s (A/1 alone at G)
+    topo = build_topology("bigswitch:3")
+    cfs = [make_coflow("A", 0.0, [("h1", "h2", 62.5 * MB), ("h1", "h3", 125 * MB)])]
+    left = 125 * MB - G / 2 * 1.004 / 8  # A/1's bytes left at 1.004 s
+    t_end = 1.004 + left * 8 / G
+    log = [rec(0.0, 1.004, ["A/0", "A/1"], [P12, ("h1", "s1", "h3")], [G / 2, G / 2],
+               [62.5 * MB, 125 * MB], [1.0, INF]),
+           rec(1.004, t_end, ["A/1"], [("h1", "s1", "h3")], [G], [left], [t_end])]
+    ok = check_schedule(topo, cfs, log, level="path", decision_interval=0.01)
+    assert ok.ok, ok.summary()
+    assert ok.coflow_finish_s == {"A": pytest.approx(t_end)}
+    # every completion a decision point: A/1 idles at G/2 from 1.0 to 1.004 s
+    r = check_schedule(topo, cfs, log, level="path")
+    assert r.kinds() == {"idle"} and r.idle_s == pytest.approx(0.004)
+    # an interval of 2 ms: the decision came 2 ms late
+    r = check_schedule(topo, cfs, log, level="path", decision_interval=0.002)
+    assert r.kinds() == {"idle"} and r.counts["idle"] == 1
+    assert "0.002 s after the decision interval" in str(r.violations[0])
+    with pytest.raises(CheckError, match="decision_interval"):
+        check_schedule(topo, cfs, log, decision_interval=-1.0)
+
+
 def test_idle_waiting_flow_missing_from_the_record():
     # B/0 (h3->h2) has arrived but is absent from the first record while h3's uplink
     # and h2's downlink idle... no: h2's downlink is full with A/0.  Then B/0 waits

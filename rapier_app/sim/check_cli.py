@@ -98,7 +98,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 None if args.level == "none" else args.level)
             try:
                 rep = check_schedule(topo, coflows, events, level=level,
-                                     max_paths=header.get("max_paths"), ccts=ccts)
+                                     max_paths=header.get("max_paths"), ccts=ccts,
+                                     decision_interval=float(
+                                         header.get("decision_interval_s") or 0.0))
             except CheckError as exc:
                 raise CheckError(f"{args.events}: {exc}") from None
             out.append({"scheduler": header.get("scheduler"), "try": header.get("try"),

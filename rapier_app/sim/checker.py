@@ -54,7 +54,12 @@ Checks (``Violation.kind``):
     waiting flow (rate 0 or no path) when some candidate path of its pair (the ECMP
     set capped at ``max_paths``) has every link free.
 
-  Pieces shorter than ``1e-9 * max(1, t)`` seconds are not judged.
+  Pieces shorter than ``1e-9 * max(1, t)`` seconds are not judged.  A scheduler
+  with a decision interval d > 0 (``decision_interval``, recorded in the run's
+  header: it acts on flow completions at the next multiple of d, so a finished
+  flow's bandwidth idles until then) is judged on each interval's first piece only
+  (from the decision to the first finish in it), and an interval in which a flow
+  finishes must end at most d after that finish (else ``idle``).
 
 Schedulers declare their level with the class attribute ``work_conserving`` (see
 :class:`~rapier_app.scheduling.Scheduler`); :func:`declared_level` reads it.
@@ -345,7 +350,8 @@ def isolation_bound(fab_or_topology, coflow: CoflowSpec, max_paths: Optional[int
 def check_schedule(topology: Topology, coflows: Sequence[CoflowSpec], events: Iterable,
                    level: Optional[str] = None, max_paths: Optional[int] = None,
                    ccts: Optional[Dict[str, float]] = None, sat_tol: float = 1e-6,
-                   bytes_rtol: float = 1e-6, max_violations: int = 200) -> CheckReport:
+                   bytes_rtol: float = 1e-6, max_violations: int = 200,
+                   decision_interval: float = 0.0) -> CheckReport:
     """Check a run (module docstring) and return a :class:`CheckReport`.
 
     Args:
@@ -360,12 +366,17 @@ def check_schedule(topology: Topology, coflows: Sequence[CoflowSpec], events: It
         sat_tol: a link whose residual is at most ``sat_tol * capacity`` is full.
         bytes_rtol: relative tolerance on bytes (of the flow size).
         max_violations: how many violations to keep in the list (all are counted).
+        decision_interval: seconds; > 0: the scheduler's decision interval (module
+            docstring, ``idle``), 0: every flow completion is a decision point.
 
     Raises:
-        CheckError: ``level`` unknown, duplicate flow ids, or a malformed record.
+        CheckError: ``level`` unknown, ``decision_interval`` negative, duplicate
+            flow ids, or a malformed record.
     """
     if level not in LEVELS:
         raise CheckError(f"level: must be one of {LEVELS}, got {level!r}")
+    if not decision_interval >= 0:
+        raise CheckError(f"decision_interval: must be >= 0 s, got {decision_interval!r}")
     fab = _Fabric(topology, max_paths)
     rep = CheckReport()
     cap = fab.cap
@@ -500,6 +511,12 @@ def check_schedule(topology: Topology, coflows: Sequence[CoflowSpec], events: It
         # pieces between recomputed finishes
         cuts = sorted({t0} | {e for e in own_end[fin_here].tolist() if t0 < e < t1})
         ends = cuts[1:] + [t1]
+        if level is not None and decision_interval > 0 and len(cuts) > 1:
+            late_s = t1 - cuts[1] - decision_interval
+            if late_s > 1e-9 * max(1.0, abs(t1)):
+                bad("idle", cuts[1], "-", f"a flow finished at {cuts[1]:.12g} s and the "
+                                          f"next decision came {late_s:.6g} s after the "
+                                          f"decision interval {decision_interval:.6g} s")
         W = rows.shape[1]
         for a, b in zip(cuts, ends):
             run = own_end > a
@@ -513,6 +530,8 @@ def check_schedule(topology: Topology, coflows: Sequence[CoflowSpec], events: It
                                                     f"capacity {cap[l]:.12g} bit/s")
             if level is None or b - a <= 1e-9 * max(1.0, abs(b)):
                 continue
+            if decision_interval > 0 and a != t0:
+                continue  # a finished flow's bandwidth idles until the next decision
             free = np.append((cap - load) > sat_tol * cap, True)  # padding: free
             n_idle = 0
             ri = np.flatnonzero(run)

@@ -294,7 +294,8 @@ class Simulator:
         600,000 are live in the all-at-0 hour).  With most flows sending, as under
         Aalo's, Philae's or OPTAS's max-min shares, the dense step's fused passes are
         as fast or faster (OPTAS's giants' window: 3.4 ms per decision point dense,
-        4.0 ms sparse)."""
+        4.0 ms sparse).  A scheduler with a ``decision_interval`` runs the dense
+        step."""
         sch = self.scheduler
         by_coflow = self.reschedule_on == "coflow"
         wants = (bool(getattr(sch, "few_senders", False))

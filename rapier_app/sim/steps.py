@@ -417,13 +417,24 @@ def check_capacity(st: SimState, iv: Interval, res, scheduler_name: str) -> None
                         f"(scheduler {scheduler_name})")
 
 
+def _first_coflow_end(st: SimState, iv: Interval) -> float:
+    """Seconds from ``st.now`` to the next coflow completion at the interval's rates:
+    the coflow whose last active flow finishes first (flows without bandwidth never
+    finish: inf)."""
+    tf_all = np.full(iv.m, math.inf)
+    tf_all[iv.sel_arr] = iv.ttf
+    cofs = st.cof_of[st.act_idx]
+    starts = np.flatnonzero(np.r_[True, cofs[1:] != cofs[:-1]])
+    return float(np.maximum.reduceat(tf_all, starts).min())
+
+
 def next_event(st: SimState, iv: Interval, arrivals: Sequence[CoflowSpec],
                scheduler: Scheduler) -> float:
     """The time (s) of the next event: the first flow completion (with
     ``by_coflow``, the first coflow completion when one can happen; with a
     scheduler's ``decision_interval`` d > 0, the first multiple of d at or after the
-    first flow completion), the next arrival or the scheduler's wake-up, whichever
-    comes first.
+    first flow completion, or the first coflow completion if earlier), the next
+    arrival or the scheduler's wake-up, whichever comes first.
 
     Raises:
         StepError: no event is pending while flows are left without bandwidth.
@@ -433,17 +444,13 @@ def next_event(st: SimState, iv: Interval, arrivals: Sequence[CoflowSpec],
     if st.interval > 0 and not st.by_coflow and math.isfinite(t_next):
         # the scheduler acts on flow completions at its next interval boundary
         # (its decision_interval): the first multiple of it at or after the first
-        # completion; flows that finish before it finish at their own times
+        # completion, unless a coflow completes before; flows that finish before it
+        # finish at their own times
         t_tick = math.ceil(t_next / st.interval - 1e-9) * st.interval
-        t_next = max(t_tick, t_next)
+        if t_tick > t_next:
+            t_next = min(t_tick, now + _first_coflow_end(st, iv))
     if st.by_coflow and iv.n_sel:
-        # next coflow completion: the coflow whose last active flow finishes first
-        # (flows without bandwidth never finish: inf)
-        tf_all = np.full(iv.m, math.inf)
-        tf_all[iv.sel_arr] = iv.ttf
-        cofs = st.cof_of[st.act_idx]
-        starts = np.flatnonzero(np.r_[True, cofs[1:] != cofs[:-1]])
-        t_cof = float(np.maximum.reduceat(tf_all, starts).min())
+        t_cof = _first_coflow_end(st, iv)
         if math.isfinite(t_cof):
             t_next = now + t_cof
     if st.ai < len(arrivals):

@@ -102,8 +102,8 @@ class Aalo(_SeedScheduler):
         self.q1_hi = float(q1_hi)
         self.delta = float(delta)
         self.rounds = None if rounds is None else int(rounds)
-        if decision_interval is None:
-            decision_interval = self.delta
+        decision_interval = self.delta if decision_interval is None else float(
+            decision_interval)
         if not decision_interval >= 0:
             raise SchedulerError(f"decision_interval: must be >= 0 s, got "
                                  f"{decision_interval!r}")
