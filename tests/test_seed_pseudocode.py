@@ -107,9 +107,13 @@ def test_philae_small_shuffle_one_pilot_cct():
     from rapier_app.sim import simulate
     topo = build_topology("bigswitch:4")
     spec = make_coflow("S", 0.0, [(s, d, MIB) for s in ("h1", "h2") for d in ("h3", "h4")])
-    res = simulate(topo, [spec], make_scheduler("philae", topo))
+    res = simulate(topo, [spec], make_scheduler("philae", topo, decision_interval=0))
     d = MIB * 8 / GBPS
     assert res.coflows[0].cct_s == pytest.approx(3 * d, rel=1e-9)
+    # with the default decision interval of 10 ms the pilot's completion at d is
+    # acted on at 10 ms (h1's uplink idles meanwhile): CCT = 10 ms + 2d
+    res = simulate(topo, [spec], make_scheduler("philae", topo))
+    assert res.coflows[0].cct_s == pytest.approx(0.010 + 2 * d, rel=1e-9)
 
 
 # ---------------------------------------------------------------------------------

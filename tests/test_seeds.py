@@ -253,6 +253,21 @@ def test_dclas_fifo_inside_queue():
     assert cct(fair, "A") > cct(res, "A") * 1.5  # fair sharing interleaves
 
 
+def test_dclas_flow_completion_acted_on_at_the_next_interval():
+    # A: h1->h2 1 MiB and h1->h3 2 MiB share h1's uplink at 0.5 Gbit/s.  A/0 ends at
+    # 2d; with every completion a decision point A/1 then runs at 1 Gbit/s: CCT 3d.
+    # With the decision interval of 10 ms (Delta) A/1 stays at 0.5 Gbit/s until
+    # 20 ms, then sends its last 2d - 10 ms at line rate: CCT 10 ms + 2d.
+    topo = build_topology("bigswitch:3")
+    specs = [make_coflow("A", 0.0, [("h1", "h2", MIB), ("h1", "h3", 2 * MIB)])]
+    d = MIB * 8 / GBPS
+    res = simulate(topo, specs, make_scheduler("aalo", topo, decision_interval=0))
+    assert cct(res, "A") == pytest.approx(3 * d, rel=1e-9)
+    res = simulate(topo, specs, make_scheduler("aalo", topo))
+    assert cct(res, "A") == pytest.approx(0.010 + 2 * d, rel=1e-9)
+    assert res.events == 2
+
+
 def test_dclas_weights_across_queues():
     topo = build_topology("bigswitch:2")
     specs = [make_coflow(n, 0.0, [("h1", "h2", 1e12)]) for n in ("A", "B", "C")]
@@ -334,7 +349,8 @@ def test_philae_estimates_from_pilots_then_shortest_first():
     # first flow as pilot: Big/0 (h1->h2) and Small/0 (h4->h2).
     specs = [make_coflow("Big", 0.0, [("h1", "h2", 8 * MIB), ("h1", "h3", 8 * MIB)]),
              make_coflow("Small", 0.0, [("h4", "h2", MIB), ("h4", "h3", MIB)])]
-    res = simulate(topo, specs, make_scheduler("philae", topo, metric="size"))
+    res = simulate(topo, specs, make_scheduler("philae", topo, metric="size",
+                                               decision_interval=0))
     d = MIB * 8 / GBPS
     # [0, 8d]: pilots FIFO on h2 (Big first, Big is first by id at equal arrival);
     #          non-pilot flows wait.
@@ -343,6 +359,15 @@ def test_philae_estimates_from_pilots_then_shortest_first():
     # [10d, 17d]: Big/1 finishes its last 7 MiB.
     assert cct(res, "Small") == pytest.approx(10 * d, rel=1e-9)
     assert cct(res, "Big") == pytest.approx(17 * d, rel=1e-9)
+    # decision interval 10 ms (default): a pilot's completion is acted on at the
+    # next multiple of 10 ms, a coflow's at once.  Big/0 ends at 8d (67.1 ms): from
+    # 70 ms Small's pilot runs on h2 and Big/1 on h3; the pilot ends at 70 ms + d,
+    # acted on at 80 ms (Big/1 has sent 10 ms at line rate); Small/1 (1 MiB
+    # estimated) then goes first on h3: Small ends at 80 ms + d, and Big/1 sends its
+    # last 8 MiB - 10 ms of line rate after it: Big ends at 70 ms + 9d.
+    res = simulate(topo, specs, make_scheduler("philae", topo, metric="size"))
+    assert cct(res, "Small") == pytest.approx(0.080 + d, rel=1e-9)
+    assert cct(res, "Big") == pytest.approx(0.070 + 9 * d, rel=1e-9)
 
 
 # ---------------------------------------------------------------------------------

@@ -56,8 +56,8 @@ LEGACY = {"scheduling-only": {"incremental": False},
           "rapier": {"incremental": False, "route_on": "full", "tie_break": "none",
                      "wc_ties": "arrival", "wc_order": "paper"},
           # issue 16: the seed schedulers' pre-issue-16 readings, kept as options
-          "aalo": {"rounds": 2},
-          "philae": {"rounds": 2, "pilot_rule": "min-ports"},
+          "aalo": {"rounds": 2, "decision_interval": 0},
+          "philae": {"rounds": 2, "pilot_rule": "min-ports", "decision_interval": 0},
           "optas": {"buffer_model": False},
           "sincronia": {"sets": "reselect"}}
 
