@@ -53,9 +53,8 @@ class Aalo(_SeedScheduler):
             between leaves its bandwidth idle until then (the simulator's
             ``decision_interval``, :func:`rapier_app.sim.steps.next_event`).
             Coflow arrivals and queue changes are acted on at once.  ``None``
-            (default): ``delta``; ``0``: at every flow completion (this module's
-            behaviour before; about 2.4 times the decision points of 10 ms on the
-            Facebook hour's busiest stretch).
+            (default): ``delta``; ``0``: at every flow completion (2.3 to 3.6 times
+            the decision points of 10 ms on the Facebook hour).
 
     Raises:
         SchedulerError: K < 1, E <= 1, q1_hi <= 0, delta < 0, rounds < 0 (when

@@ -81,8 +81,7 @@ class Philae(Aalo):
             (the first multiple of the interval at or after the completion), and
             one without events keeps the rates ("did not have to flush rates in 66%
             of the intervals", Section 4.3).  Arrivals and class changes are acted
-            on at once.  ``0``: at every flow completion (this module's behaviour
-            before; see :class:`Aalo`).
+            on at once.  ``0``: at every flow completion (see :class:`Aalo`).
 
     Raises:
         SchedulerError: unknown metric or pilot_rule, or bad numbers.
