@@ -17,7 +17,9 @@
 #   0, 0.4 and 0.8 only; on 2026-11-24 the rapier-bssi rows were rerun with its
 #   order="best" default and scheduling-only, rapier-bssi and rapier were run at
 #   number 20,30,40 and interval 0.1,0.2,0.6 (SCHEMES=... with those --values);
-# - the seed schedulers (Figs. 5 and 6, seed 1): unchanged (last two commands);
+# - the seed schedulers (Figs. 5 and 6, seed 1): the last two commands; the aalo and
+#   philae rows rerun on 2026-11-27 with their 10 ms decision interval (SCHEMES unset,
+#   --schemes aalo,philae into a fresh --out, rows replaced, then `report`);
 # - rapier-spread's old rows were removed: its ECMP rule is now rapier's default
 #   tie-break (tie_break="spread").
 set -e
