@@ -414,7 +414,7 @@ def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
     :func:`rapier_app.sim.checker.write_run`): the header names the scheduler, its
     work-conservation level and the workload options, so rapier-check can rebuild the
     workload."""
-    from .sim.checker import declared_level, write_run
+    from .sim.checker import declared_interval, declared_level, write_run
     from .sim.handoff import HandoffDelay
 
     workload = {k: getattr(args, k) for k in ("scenario", "trace", "synthetic", "topology",
@@ -424,8 +424,7 @@ def _write_events(fh, args, name, i, seed, topo, sched, log, res) -> None:
               "work_conserving": declared_level(sched), "max_paths": args.max_paths,
               "path_slack": topo.path_slack,
               "reschedule": args.reschedule, "workload": workload,
-              "decision_interval_s": 0.0 if args.reschedule == "coflow" else float(
-                  getattr(sched, "decision_interval", 0.0) or 0.0),
+              "decision_interval_s": declared_interval(sched, args.reschedule),
               "handoff_delay_s": sched.delay_s if isinstance(sched, HandoffDelay) else 0.0,
               "handoff_jitter_s": sched.jitter_s if isinstance(sched, HandoffDelay) else 0.0}
     write_run(fh, header, log, {r.coflow_id: r.cct_s for r in res.coflows})

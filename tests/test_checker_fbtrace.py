@@ -20,7 +20,7 @@ import pytest
 from rapier_app.core.workload import port_mapping, read_trace, trace_to_coflows
 from rapier_app.scheduling import make_scheduler, scheduler_names
 from rapier_app.sim import simulate
-from rapier_app.sim.checker import check_schedule, declared_level
+from rapier_app.sim.checker import check_schedule, declared_interval, declared_level
 from topologies import build_topology
 
 from trace_file import fb_trace
@@ -45,7 +45,8 @@ def check(name, **kw):
     res = simulate(topo, cfs, sched, event_log=log, **kw)
     assert len(res.coflows) == 50
     return check_schedule(topo, cfs, log, level=declared_level(sched),
-                          ccts={r.coflow_id: r.cct_s for r in res.coflows})
+                          ccts={r.coflow_id: r.cct_s for r in res.coflows},
+                          decision_interval=declared_interval(sched, kw.get("reschedule_on")))
 
 
 def test_workload_is_the_documented_subset():

@@ -9,7 +9,8 @@ import pytest
 from rapier_app.core.workload import synthetic
 from rapier_app.scheduling import make_scheduler, scheduler_names
 from rapier_app.sim import SimulationError, simulate
-from rapier_app.sim.checker import check_schedule, declared_level, isolation_bound
+from rapier_app.sim.checker import (check_schedule, declared_interval, declared_level,
+                                    isolation_bound)
 from rapier_app.core.model import Allocation, Schedule
 from rapier_app.scheduling import Scheduler
 from topologies import build_topology
@@ -27,7 +28,8 @@ def test_invariants(name, spec, n, width, ia, seed):
     r1 = simulate(topo, coflows, sched, event_log=log)
     assert len(r1.coflows) == n
     ccts = {r.coflow_id: r.cct_s for r in r1.coflows}
-    rep = check_schedule(topo, coflows, log, level=declared_level(sched), ccts=ccts)
+    rep = check_schedule(topo, coflows, log, level=declared_level(sched), ccts=ccts,
+                         decision_interval=declared_interval(sched))
     assert rep.ok, rep.summary()
     # every CCT at or above its isolation bound (host access links at line rate),
     # and some coflow strictly slower than alone (these workloads contend)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from rapier_app.core.model import make_coflow
 from rapier_app.scheduling import make_scheduler, scheduler_names
 from rapier_app.sim import simulate
-from rapier_app.sim.checker import check_schedule, declared_level
+from rapier_app.sim.checker import check_schedule, declared_interval, declared_level
 from topologies import build_topology
 
 MB = 1e6
@@ -58,7 +58,8 @@ def check_run(name, spec, cfs, **kw):
     res = simulate(topo, cfs, sched, event_log=log)
     assert len(res.coflows) == len(cfs)
     return check_schedule(topo, cfs, log, level=declared_level(sched),
-                          ccts={r.coflow_id: r.cct_s for r in res.coflows})
+                          ccts={r.coflow_id: r.cct_s for r in res.coflows},
+                          decision_interval=declared_interval(sched))
 
 
 

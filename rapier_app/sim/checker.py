@@ -172,6 +172,17 @@ def declared_level(scheduler) -> Optional[str]:
     return lvl
 
 
+def declared_interval(scheduler, reschedule_on: Optional[str] = None) -> float:
+    """The decision interval (seconds) a scheduler's run is judged with: its
+    ``decision_interval`` attribute (0 when it has none), 0 when the run decides at
+    coflow events only (``reschedule_on="coflow"``: the simulator does not apply the
+    interval then).  See :func:`check_schedule` and
+    :func:`rapier_app.sim.steps.next_event`."""
+    if reschedule_on == "coflow":
+        return 0.0
+    return float(getattr(scheduler, "decision_interval", 0.0) or 0.0)
+
+
 class _Fabric:
     """The topology seen by the checker: its own link index and path walker."""
 
