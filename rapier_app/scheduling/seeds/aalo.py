@@ -44,8 +44,8 @@ class Aalo(_SeedScheduler):
             sent reach a threshold (the scheduler asks the simulator to wake it then).
         rounds: ``None`` (default): Pseudocode 1 in full, weighted rounds until the
             fabric is saturated; an int caps the rounds and hands what is left out
-            by strict priority (``rounds=2`` is this module's behaviour before issue
-            16).  See :meth:`_SeedScheduler.weighted_pass`.
+            by strict priority (``rounds=2``: two weighted rounds, then strict
+            priority).  See :meth:`_SeedScheduler.weighted_pass`.
         decision_interval: seconds; rates are recalculated "periodic (delta)"
             (Philae, Table 1, Aalo's row; Aalo Section 6.2: the coordinator sends its
             schedule every Delta): a flow completion is acted on at the first
