@@ -176,6 +176,25 @@ def read_makespans(path: str) -> Dict[str, float]:
     return out
 
 
+#: The text above the tables of ``table.md`` (written by every run, so the file never
+#: carries hand-edited notes; the history of the runs is in CHANGELOG.md).
+TABLE_HEADER = """\
+Facebook coflow trace (526 coflows, 150 ports), every coflow replayed by `rapier-sim`
+on each fabric, one whole-hour run per scheduler:
+
+    python benchmarks/fbtrace_seeds.py --schedulers NAME --topologies 'fattree:10' \\
+        --trace ../shared/traces/FB2010-1Hr-150-0.txt --out results/fbtrace-full
+    python benchmarks/fbtrace_seeds.py --skip-run --out results/fbtrace-full
+
+`decisions`: the scheduler's decision points; `wall (s)`: the replay's wall time on the
+2-core machine the project is measured on (most runs had another replay beside them).
+Rows named `NAME@VARIANT` are kept runs of NAME with other settings, never rerun by the
+script: `NAME@before12` decided at coflow events only (flow completions left their
+bandwidth idle until the next coflow event), `rapier-bssi@bssi-order` takes BSSI's order
+alone (`--param rapier-bssi.order=bssi`).
+"""
+
+
 def table(out: str, topologies: List[str]) -> str:
     """Markdown table of every topology's results under ``out``."""
     lines = []
@@ -274,7 +293,7 @@ def main(argv=None) -> int:
         merge(d, SCHEDULERS + [n for n in names if n not in SCHEDULERS])
     md = table(args.out, topos)
     with open(os.path.join(args.out, "table.md"), "w") as fh:
-        fh.write(md)
+        fh.write(TABLE_HEADER + md)
     core = core_table(args.out, topos)
     with open(os.path.join(args.out, "core.md"), "w") as fh:
         fh.write(core)
