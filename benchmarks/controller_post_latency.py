@@ -3,7 +3,10 @@
 Responsiveness: the POST returns once the coflow is stored (the decision
 worker schedules after the reply), so its latency no longer grows with the scheduler's
 work; ``/health`` is asked every 50 ms meanwhile (from a process of its own).  No switches are connected (rules for
-absent switches are skipped; the scheduler still runs every decision).
+absent switches are skipped; the scheduler still runs every decision).  The burst
+starts once the controller's start ended (``/health``'s ``startup`` reached ``kernels``,
+the compiled kernels' warm-up in a native thread, a second or two after the REST server
+answers); ``--during-start`` starts it as soon as the REST server answers.
 
 Usage::
 
@@ -66,6 +69,11 @@ def main(argv=None) -> int:
     add_workload_options(ap, "topology", topology=dict(default="fattree:4"))
     ap.add_argument("--scheduler", default="rapier")
     ap.add_argument("--flows", type=int, default=1, help="flows per coflow (default 1)")
+    ap.add_argument("--during-start", action="store_true",
+                    help="start the burst and the /health checks as soon as the REST "
+                         "server answers, during the kernels' warm-up (default: after "
+                         "the controller's start ended, /health's startup phase "
+                         "'kernels')")
     ap.add_argument("--reads", action="store_true",
                     help="then time GET /coflows and GET /coflows/<id>")
     ap.add_argument("--scrape-every", type=float, default=0.0, metavar="S",
@@ -149,6 +157,16 @@ def burst(args, scrape_every: float) -> int:
                 if st != 201:
                     failures.append(st)
 
+        if not args.during_start:
+            # the start ends with the kernels' warm-up in a native thread (the REST
+            # server answers before it): the burst and the /health figures begin after it
+            t_up = time.perf_counter()
+            while client.request(base, "GET", "/rapier/v1/health", timeout=30)[1].get(
+                    "startup", {}).get("phases_s", {}).get("kernels") is None:
+                if time.perf_counter() - t_up > 120:
+                    print("the controller's start did not end within 120 s", file=sys.stderr)
+                    return 1
+                time.sleep(0.1)
         h = ctx.Process(target=health_checker, args=(base, done, health_out))
         h.start()
         time.sleep(0.5)  # the checker's interpreter started
