@@ -446,6 +446,29 @@ class Rapier(Scheduler):
             plan.mand_links, plan.mand_bits = e.mandatory_load(vols_arr)
         return plan
 
+    def _host_bound(self, c: CoflowState, mand: Dict[str, tuple],
+                    reserved: np.ndarray) -> float:
+        """A lower bound (s) on the ``t_s`` Algorithm 2 would give ``c`` behind the
+        ``reserved`` bits per link (``route_on="reserved"``), without solving its LP:
+        max over the links some flow of ``c`` crosses on every candidate path (a
+        single-homed host's access links) of (B_l + bits the flows put there) / C_l,
+        -inf when no such link carries bits.  Every routing loads those links with
+        at least those bits (the same flow-order sums, so the bound holds in floating
+        point too), and ``t_s`` is the max of (B_l + load_l) / C_l over the loaded
+        links.  ``mand`` caches each coflow's (links, bits) for the pass.
+        Source: RAPIER Algorithm 1 (the pick is the same as planning ``c``)."""
+        got = mand.get(c.coflow_id)
+        if got is None:
+            e = self._coflow_arrays(c)
+            sent = np.fromiter(map(_SENT, e.flows), float, e.n)
+            ml, mb = e.mandatory_load(self.remaining(c, e, sent) * BITS)
+            keep = mb > 0
+            got = mand[c.coflow_id] = (ml[keep], mb[keep])
+        ml, mb = got
+        if not ml.size:
+            return -math.inf
+        return float(np.max((reserved[ml] + mb) / self.topology.capacity[ml]))
+
     def _revalidate(self, cid: str, plan: CoflowPlan, seen: dict, residual: np.ndarray,
                     reserved: Optional[np.ndarray]) -> Optional[CoflowPlan]:
         """``plan`` brought up to date with R and B, or None when its LP must be
@@ -528,6 +551,9 @@ class Rapier(Scheduler):
             pending, residual, reserved, plans, fallback, rates_c, paths_c, order, seen = \
                 resumed
         start_n = len(order)  # picks made by earlier slices of this pass
+        # per coflow without a plan yet: the bits its flows put on the links every
+        # candidate path of theirs crosses (the volumes do not change within a pass)
+        mand: Dict[str, tuple] = {}
         while pending:
             if fixed is not None:
                 # a fixed priority order (subclasses): plan the next coflow behind
@@ -566,6 +592,8 @@ class Rapier(Scheduler):
                             old.mand_links.size:
                         ml = old.mand_links
                         lb = float(np.max((reserved[ml] + old.mand_bits) / cap[ml]))
+                    elif old is None and reserved is not None and self.fast:
+                        lb = self._host_bound(c, mand, reserved)
                     items.append((lb, pos, c))
                 items.sort(key=lambda x: (x[0], x[1]))
                 for lb, pos, c in items:
