@@ -218,13 +218,12 @@ class _CoflowArrays:
                 common = pp.common  # cached per pair (pathcache)
                 ent_flow.extend([j] * len(common))
                 ent_link.extend(common)
-            self._mand = (np.array(ent_flow, dtype=np.int64),
-                          np.array(ent_link, dtype=np.int64))
-        ef, el = self._mand
+            el = np.array(ent_link, dtype=np.int64)
+            self._mand = (np.array(ent_flow, dtype=np.int64), el, np.unique(el))
+        ef, el, links = self._mand
         if not el.size:
             return el, np.zeros(0)
         load = np.bincount(el, weights=vols_bits[ef])
-        links = np.unique(el)
         return links, load[links]
 
     def cand_links(self, j: int) -> Tuple[tuple, ...]:
