@@ -450,24 +450,33 @@ class WorkConservation:
             up = self.lidx[self.starts[fi]][:, None]
             down = self.lidx[(self.starts + self.lens - 1)[fi]][:, None]
         else:
+            # per host its row (numbered in order of first use), then one gather
             memo: dict = {}
-            ups, downs = [], []
-            for j in fi.tolist():
-                f = self.flows[j]
-                for host, out, pick in ((f.src, ups, 0), (f.dst, downs, 1)):
-                    a = memo.get(host)
-                    if a is None:
-                        a = memo[host] = tuple(tuple(int(x) for x in v)
-                                               for v in self.access(host))
-                    out.append(a[pick])
-            def pad(rows):
-                w = max((len(r) for r in rows), default=1)
+            rows: list = []
+            flows = self.flows
+            fl = fi.tolist()
+            si = np.empty(len(fl), dtype=np.int64)
+            di = np.empty(len(fl), dtype=np.int64)
+            for t, j in enumerate(fl):
+                f = flows[j]
+                for host, out in ((f.src, si), (f.dst, di)):
+                    h = memo.get(host)
+                    if h is None:
+                        h = memo[host] = len(rows)
+                        rows.append(tuple(tuple(int(x) for x in v)
+                                          for v in self.access(host)))
+                    out[t] = h
+
+            def pad(pick: int, idx: np.ndarray) -> np.ndarray:
+                # rows padded by repeating their first entry, then one row per flow
+                w = max((len(r[pick]) for r in rows), default=1)
                 m = np.empty((len(rows), w), dtype=np.int64)
                 for i, r in enumerate(rows):
-                    m[i, :len(r)] = r
-                    m[i, len(r):] = r[0]
-                return m
-            up, down = pad(ups), pad(downs)
+                    a = r[pick]
+                    m[i, :len(a)] = a
+                    m[i, len(a):] = a[0]
+                return m[idx] if len(fl) else np.empty((0, w), dtype=np.int64)
+            up, down = pad(0, si), pad(1, di)
         self._ends = (fi, up, down)
         return self._ends
 

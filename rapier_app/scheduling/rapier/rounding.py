@@ -16,6 +16,7 @@ Units: volumes in bits, capacities in bit/s.
 from __future__ import annotations
 
 import math
+import operator
 import zlib
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -114,7 +115,8 @@ class LPRounding:
         agg = None
         if link_mats is not None and (self.aggregate or (
                 self.aggregate is None and
-                sum(m.shape[0] for m in link_mats) > self.aggregate_min_paths)):
+                (carr.n_cand if carr is not None and link_mats is carr.mats else
+                 sum(m.shape[0] for m in link_mats)) > self.aggregate_min_paths)):
             cm = None
             if carr is not None:
                 if carr.comm is None:
@@ -138,8 +140,8 @@ class LPRounding:
             # the argmax rounding (round_routes) vectorised: the same first maxima
             kidx = krapier.argmax_rows(ms)
         if kidx is not None:
-            base = dict(zip([f.flow_id for f in flows],
-                            [ps[k] for ps, k in zip(usable, kidx.tolist())]))
+            base = dict(zip(carr.fids if flows is carr.flows else [f.flow_id for f in flows],
+                            map(operator.getitem, usable, kidx.tolist())))
         else:
             base = (argmax_routes(flows, usable, ms) if round_routes is None
                     else round_routes(flows, vols, usable, ms, lp_cap))
@@ -276,8 +278,9 @@ class LPRounding:
                     return base, base_k
                 if fast:
                     k = paths
-                    paths = [ps[i] for ps, i in zip(usable, k.tolist())]
-                    return {f.flow_id: p for f, p in zip(flows, paths)}, k
+                    return dict(zip(carr.fids if flows is carr.flows else
+                                    [f.flow_id for f in flows],
+                                    map(operator.getitem, usable, k.tolist()))), k
                 return {f.flow_id: p for f, p in zip(flows, paths)}, None
         return base, base_k
 
