@@ -146,6 +146,11 @@ class Rapier(Scheduler):
             while those volumes are bit-identical; with ``route_on="residual"`` only
             coflows whose candidate links lost capacity are re-solved), and model (2)
             is re-evaluated only for coflows whose routed links lost capacity.
+            With ``route_on="reserved"`` a coflow without a valid plan is planned
+            only when a lower bound on its completion time behind the reserved bits
+            (its flows' bits on the links every candidate path crosses: a host's
+            access links) could still beat the round's best plan, in the first
+            round of a pass too (:meth:`_host_bound`).
             False: the literal Algorithm 1, which re-runs Algorithm 2 (LP and all)
             for every pending coflow in every round.  Both give the same schedule
             (tests/test_rapier_fast.py).
