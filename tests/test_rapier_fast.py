@@ -78,3 +78,22 @@ def test_array_lp_matches_reference_lp(seed):
         for p, m in zip(ps, x):
             load[t.path_links(p)] += v * m
     assert np.all(load <= t.capacity * (1 + 1e-7))
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_host_bound_never_exceeds_the_plan(seed):
+    # the first-round skip is exact only if the bound is at most the t_s Algorithm 2
+    # gives, behind any reserved bits (also in floating point: the same sums)
+    t = fat_tree(4)
+    coflows = synthetic(t, 10, 12, 0.0, sizes="uniform:1,50", seed=seed)
+    s = make_scheduler("rapier", t, seed=seed)
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for c in _states(coflows):
+        for _ in range(3):
+            reserved = rng.uniform(0.0, 5e9, len(t.capacity)) * (rng.random(len(t.capacity)) < 0.5)
+            lb = s._host_bound(c, {}, reserved)
+            plan = s.minimum_cct(c, t.capacity.astype(float), reserved)
+            assert lb <= plan.t_s
+            checked += lb > 0
+    assert checked > 0
