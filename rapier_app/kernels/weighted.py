@@ -15,6 +15,41 @@ from .alloc import DEAD, _keep_counted, _one_group, _waterfill_fill
 
 
 @jit
+def _active_rows(P, lo, hi, alive, na, residual, tol):  # pragma: no cover - compiled
+    """The rows of a group (rows ``lo..hi-1``) among its ``na`` alive ones
+    (``alive[lo:lo + na]``, global row ids) whose every link has residual above
+    the tolerance: ``(act, n)``, ``act`` int32 per group row, 0 for an active row
+    (stamp 0, epoch 1) and :data:`DEAD` otherwise, ``n`` the number active."""
+    W = P.shape[1]
+    act = np.full(hi - lo, DEAD, np.int32)
+    n_act = 0
+    for t in range(na):
+        i = alive[lo + t]
+        ok = True
+        for k in range(W):
+            lk = P[i, k]
+            if not residual[lk] > tol[lk]:
+                ok = False
+                break
+        if ok:
+            act[i - lo] = 0
+            n_act += 1
+    return act, n_act
+
+
+@jit
+def _count_active(P, lo, alive, na, act, cnt):  # pragma: no cover - compiled
+    """Add to ``cnt`` (float64 per link) the links of the alive rows that
+    :func:`_active_rows` found active, one per row and link, in row order."""
+    W = P.shape[1]
+    for t in range(na):
+        i = alive[lo + t]
+        if act[i - lo] == 0:
+            for k in range(W):
+                cnt[P[i, k]] += 1.0
+
+
+@jit
 def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
                      rows_all):  # pragma: no cover - compiled
     """:func:`_waterfill_csr` of group ``g`` (rows ``gptr[g]..gptr[g+1]-1``) looking
@@ -31,27 +66,11 @@ def _waterfill_alive(P, gptr, g, alive, na, residual, tol, rate, lptrs,
     nl = residual.shape[0]
     lo = gptr[g]
     hi = gptr[g + 1]
-    act = np.full(hi - lo, DEAD, np.int32)
-    n_act = 0
-    for t in range(na):
-        i = alive[lo + t]
-        ok = True
-        for k in range(W):
-            lk = P[i, k]
-            if not residual[lk] > tol[lk]:
-                ok = False
-                break
-        if ok:
-            act[i - lo] = 0
-            n_act += 1
+    act, n_act = _active_rows(P, lo, hi, alive, na, residual, tol)
     if n_act == 0:
         return 0
     cnt = np.zeros(nl)
-    for t in range(na):
-        i = alive[lo + t]
-        if act[i - lo] == 0:  # active (stamp 0, epoch 1)
-            for k in range(W):
-                cnt[P[i, k]] += 1.0
+    _count_active(P, lo, alive, na, act, cnt)
     if _waterfill_fill(P, lo, hi, residual, tol, rate, lptrs[g:g + 1],
                        rows_all[lo * W:hi * W], _one_group(hi - lo), act, 1, n_act,
                        cnt) < 0:
@@ -387,26 +406,10 @@ def _alive_links(P, gptr, g, alive, na, residual, tol, rate, lptrs, rows_all, gl
     W = P.shape[1]
     lo = gptr[g]
     hi = gptr[g + 1]
-    act = np.full(hi - lo, DEAD, np.int32)
-    n_act = 0
-    for t in range(na):
-        i = alive[lo + t]
-        ok = True
-        for k in range(W):
-            lk = P[i, k]
-            if not residual[lk] > tol[lk]:
-                ok = False
-                break
-        if ok:
-            act[i - lo] = 0
-            n_act += 1
+    act, n_act = _active_rows(P, lo, hi, alive, na, residual, tol)
     if n_act == 0:
         return 0
-    for t in range(na):
-        i = alive[lo + t]
-        if act[i - lo] == 0:
-            for k in range(W):
-                cnt[P[i, k]] += 1.0
+    _count_active(P, lo, alive, na, act, cnt)
     st = _fill_links(P, lo, hi, residual, tol, rate, lptrs[g], rows_all[lo * W:hi * W],
                      act, 1, n_act, cnt, glk, g0, g1, neg, was_sat, ul, sat)
     _clear_counts(cnt, glk, g0, g1)
