@@ -318,13 +318,14 @@ def cancel_decided(em, act: List[dict], clients: int, per_client: int,
     """After the burst: ``clients`` threads each DELETE ``per_client`` of their
     coflows still active in ``act`` (decided, their rules on the switches), then the
     switches are read back (:func:`compare_switches`) until none of their rules is
-    left, for at most ``timeout_s`` seconds.
+    left and the switches equal the controller's view again (the DELETEs trigger new
+    decisions that may move other coflows' rules), for at most ``timeout_s`` seconds.
 
     Returns:
         dict: ``delete`` (latency of these DELETEs), ``cancelled``,
         ``deleted_rules_before`` (their rules on the switches before the DELETEs),
-        ``gone_after_s`` (None: rules still there after ``timeout_s``), ``errors``,
-        and the final comparison's keys.
+        ``gone_after_s`` (when the cancelled coflows' rules were first all gone; None:
+        still there after ``timeout_s``), ``errors``, and the last comparison's keys.
     """
     mine: Dict[int, List[dict]] = {k: [] for k in range(clients)}
     for c in act:
@@ -353,9 +354,14 @@ def cancel_decided(em, act: List[dict], clients: int, per_client: int,
         t.join()
     gone, cmp = None, {}
     while time.perf_counter() - t0 < timeout_s:
+        # the DELETEs end coflows, so the controller decides again and may move other
+        # coflows' rules: a read of its view and one of the switches can straddle that
+        # move, so the switches are read until they equal the view (or timeout_s)
         cmp = compare_switches(em, active_coflows(em.rest), flows)
-        if cmp["deleted_rules_on_switches"] == 0 and cmp["pending_in_controller_view"] == 0:
+        if gone is None and cmp["deleted_rules_on_switches"] == 0:
             gone = round(time.perf_counter() - t0, 2)
+        if gone is not None and cmp["pending_in_controller_view"] == 0 and \
+                cmp["missing"] == cmp["wrong_port"] == cmp["stale"] == 0:
             break
         time.sleep(0.2)
     return dict(cmp, delete=_lat(lat), cancelled=len(victims), deleted_rules_before=before,
