@@ -89,7 +89,13 @@ class RapierBSSI(Rapier):
 
     No starvation guard: the order is what Sincronia's 4-approximation (Theorem
     1) covers.  Args as :class:`Rapier`, plus ``wc`` (``"order"`` default, or
-    ``"alg3"``) and ``order`` (``"best"`` default, or ``"bssi"``).
+    ``"alg3"``), ``order`` (``"best"`` default, or ``"bssi"``) and ``rank_lp``:
+    how step 1's isolation LPs (4), which only rank, are solved: ``"exact"`` (the
+    scheduler's ``lp``) or ``"fast"`` (the greedy placement where LP duality
+    certifies it optimal, else the simplex: ``lp="fast"`` of :class:`Rapier` for
+    these solves only; step 3's LPs keep ``lp``).  Both give an optimal solution
+    of each isolation LP; they may be different vertices, hence different
+    per-link demands off the host links and possibly another order.
     ``self.stats["order_<name>"]`` counts the full passes each order won
     (``order_same`` when all three agree).
 
@@ -98,15 +104,21 @@ class RapierBSSI(Rapier):
     """
 
     def __init__(self, topology: Topology, seed: int = 0, wc: str = "order",
-                 order: str = "best", **kw):
+                 order: str = "best", rank_lp: str = "exact", **kw):
         kw.setdefault("route_on", "reserved")
         super().__init__(topology, seed, **kw)
         if wc not in ("order", "alg3"):
             raise SchedulerError(f"wc: must be 'order' or 'alg3', got {wc!r}")
         if order not in ("best", "bssi"):
             raise SchedulerError(f"order: must be 'best' or 'bssi', got {order!r}")
+        if rank_lp not in ("exact", "fast"):
+            raise SchedulerError(f"rank_lp: must be 'exact' or 'fast', got {rank_lp!r}")
         self.wc = wc
         self.order = order
+        self.rank_lp = rank_lp
+        #: the isolation routes of step 1 when they are solved with rank_lp="fast"
+        #: (kept apart from the routes step 3 reuses: same layout as _full_routes)
+        self._rank_routes: dict = {}
         for k in ("order_bssi", "order_sebf", "order_greedy", "order_same"):
             self.stats[k] = 0
         self._prio: Optional[List[CoflowState]] = None
@@ -122,10 +134,21 @@ class RapierBSSI(Rapier):
             return []
         cap = self.topology.capacity
         D = np.zeros((len(active), len(cap)))
-        for i, c in enumerate(active):
-            plan = self.minimum_cct(c, cap, None)
-            if plan.load_links is not None and plan.load_links.size:
-                D[i, plan.load_links] = plan.load_bits / cap[plan.load_links]
+        apart = self.rank_lp == "fast" and self._rounding.lp != "fast"
+        if apart:
+            live = {c.coflow_id for c in active}
+            for cid in [k for k in self._rank_routes if k not in live]:
+                del self._rank_routes[cid]
+            kept = self._full_routes
+            self._full_routes, self._rounding.lp = self._rank_routes, "fast"
+        try:
+            for i, c in enumerate(active):
+                plan = self.minimum_cct(c, cap, None)
+                if plan.load_links is not None and plan.load_links.size:
+                    D[i, plan.load_links] = plan.load_bits / cap[plan.load_links]
+        finally:
+            if apart:
+                self._full_routes, self._rounding.lp = kept, self.lp
         rank = {c.coflow_id: r for r, c in enumerate(
             sorted(active, key=lambda c: (c.arrival_s, c.coflow_id)))}
         w = [c.weight for c in active]
@@ -141,6 +164,17 @@ class RapierBSSI(Rapier):
                 self.stats["order_" + name] += 1
         self._prio = [active[i] for i in idx]
         return list(self._prio)
+
+    def coflows_changed(self, coflow_ids: Sequence[str]) -> None:
+        """As :meth:`Rapier.coflows_changed`, the ranking routes of those coflows too."""
+        super().coflows_changed(coflow_ids)
+        for cid in coflow_ids:
+            self._rank_routes.pop(cid, None)
+
+    def capacity_changed(self) -> None:
+        """As :meth:`Rapier.capacity_changed`, the ranking routes too."""
+        super().capacity_changed()
+        self._rank_routes.clear()
 
     def wc_priority(self, active: Sequence[CoflowState]) -> Optional[List[CoflowState]]:
         if self.wc == "alg3" or self._prio is None:
