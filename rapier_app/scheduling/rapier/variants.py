@@ -90,12 +90,15 @@ class RapierBSSI(Rapier):
     No starvation guard: the order is what Sincronia's 4-approximation (Theorem
     1) covers.  Args as :class:`Rapier`, plus ``wc`` (``"order"`` default, or
     ``"alg3"``), ``order`` (``"best"`` default, or ``"bssi"``) and ``rank_lp``:
-    how step 1's isolation LPs (4), which only rank, are solved: ``"exact"`` (the
-    scheduler's ``lp``) or ``"fast"`` (the greedy placement where LP duality
-    certifies it optimal, else the simplex: ``lp="fast"`` of :class:`Rapier` for
-    these solves only; step 3's LPs keep ``lp``).  Both give an optimal solution
-    of each isolation LP; they may be different vertices, hence different
-    per-link demands off the host links and possibly another order.
+    how step 1's isolation LPs (4), which only rank, are solved: ``"fast"``
+    (default: the greedy placement where LP duality certifies it optimal, else the
+    simplex, i.e. ``lp="fast"`` of :class:`Rapier` for these solves only; step 3's
+    LPs keep ``lp``) or ``"exact"`` (the scheduler's ``lp``).  Both give an optimal
+    solution of each isolation LP; they may be different vertices, hence
+    different per-link demands off the host links and possibly another order.
+    Measured: the same CCTs to the bit on the Facebook hour on ``fattree:10``
+    (1,125 s of wall time against 1,273 s); on the sweeps of ``results/sweeps``
+    another order at a few points (docs/results.md).
     ``self.stats["order_<name>"]`` counts the full passes each order won
     (``order_same`` when all three agree).
 
@@ -104,7 +107,7 @@ class RapierBSSI(Rapier):
     """
 
     def __init__(self, topology: Topology, seed: int = 0, wc: str = "order",
-                 order: str = "best", rank_lp: str = "exact", **kw):
+                 order: str = "best", rank_lp: str = "fast", **kw):
         kw.setdefault("route_on", "reserved")
         super().__init__(topology, seed, **kw)
         if wc not in ("order", "alg3"):
