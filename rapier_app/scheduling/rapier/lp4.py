@@ -61,8 +61,11 @@ def route_load(topology: Topology, paths: Sequence[tuple],
     """
     if not len(paths):
         return np.zeros(0, np.int64), np.zeros(0)
-    pl = [topology.path_links(p) for p in paths]
-    lens = np.fromiter((len(a) for a in pl), dtype=np.int64, count=len(pl))
+    try:  # the links of paths asked before, from Topology.path_links's cache
+        pl = list(map(topology._path_links_cache.__getitem__, paths))
+    except (KeyError, TypeError):
+        pl = [topology.path_links(p) for p in paths]
+    lens = np.fromiter(map(len, pl), dtype=np.int64, count=len(pl))
     idx = np.concatenate(pl)
     w = np.repeat(np.asarray(volumes_bits, dtype=float), lens)
     load = np.bincount(idx, weights=w, minlength=len(topology.capacity))

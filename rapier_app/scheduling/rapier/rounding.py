@@ -38,7 +38,10 @@ def argmax_routes(flows: Sequence[FlowState], usable: List[List[tuple]],
     """Alg. 2 lines 3-7: each flow takes the path of its largest m_jk (first on
     ties).  Args: flows, their usable candidate paths, LP values m_jk (1/s).
     Returns flow_id -> path."""
-    return {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(flows, usable, ms)}
+    k = krapier.argmax_rows(ms)  # the same first maxima, over all rows at once
+    if k is None or len(k) != len(flows):
+        return {f.flow_id: ps[int(np.argmax(m))] for f, ps, m in zip(flows, usable, ms)}
+    return dict(zip([f.flow_id for f in flows], map(operator.getitem, usable, k.tolist())))
 
 
 #: a rounding of LP (4): (flows, volumes in bits, usable paths, m_jk rows in 1/s,
