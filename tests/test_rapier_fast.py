@@ -97,3 +97,26 @@ def test_host_bound_never_exceeds_the_plan(seed):
             assert lb <= plan.t_s
             checked += lb > 0
     assert checked > 0
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_residual_bound_never_exceeds_the_plan(seed):
+    # rapier-residual's skip: the bound (host links' bits over their residual rate)
+    # is at most the t_s = 1 / alpha Algorithm 2 gives on those residual rates, some
+    # of them 0; and it is tight where a host link is the bottleneck (a bound 1 %
+    # higher would skip coflows that win)
+    t = fat_tree(4)
+    coflows = synthetic(t, 10, 12, 0.0, sizes="uniform:1,50", seed=seed)
+    s = make_scheduler("rapier-residual", t, seed=seed)
+    rng = np.random.default_rng(seed)
+    checked = tight = 0
+    for c in _states(coflows):
+        for _ in range(3):
+            R = t.capacity * rng.uniform(0.05, 1.0, len(t.capacity))
+            R[rng.random(len(R)) < 0.05] = 0.0
+            lb = s._residual_bound(c, {}, R)
+            plan = s.minimum_cct(c, R, None)
+            assert lb <= plan.t_s
+            checked += np.isfinite(plan.t_s)
+            tight += lb * 1.01 > plan.t_s
+    assert checked >= 15 and tight >= 8, (checked, tight)

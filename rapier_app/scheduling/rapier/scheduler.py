@@ -462,6 +462,15 @@ class Rapier(Scheduler):
         point too), and ``t_s`` is the max of (B_l + load_l) / C_l over the loaded
         links.  ``mand`` caches each coflow's (links, bits) for the pass.
         Source: RAPIER Algorithm 1 (the pick is the same as planning ``c``)."""
+        ml, mb = self._mand_load(c, mand)
+        if not ml.size:
+            return -math.inf
+        return float(np.max((reserved[ml] + mb) / self.topology.capacity[ml]))
+
+    def _mand_load(self, c: CoflowState, mand: Dict[str, tuple]) -> tuple:
+        """(links, bits > 0) that ``c``'s flows put on the links every candidate path
+        of theirs crosses (:meth:`_CoflowArrays.mandatory_load` of the remaining
+        bits), cached in ``mand`` for the pass (the volumes do not change in it)."""
         got = mand.get(c.coflow_id)
         if got is None:
             e = self._coflow_arrays(c)
@@ -469,10 +478,24 @@ class Rapier(Scheduler):
             ml, mb = e.mandatory_load(self.remaining(c, e, sent) * BITS)
             keep = mb > 0
             got = mand[c.coflow_id] = (ml[keep], mb[keep])
-        ml, mb = got
+        return got
+
+    def _residual_bound(self, c: CoflowState, mand: Dict[str, tuple],
+                        residual: np.ndarray) -> float:
+        """A lower bound (s) on the ``t_s`` Algorithm 2 would give ``c`` on the
+        residual rates R (``route_on="residual"``: t_s = 1 / alpha, alpha = min over
+        the routed links of R_l / load_l), without solving its LP: max over the links
+        every candidate path of a flow crosses of bits_l / R_l (inf where R_l <= 0),
+        less a relative 1e-12 for the rounding of the sums.  Every routing loads
+        those links with at least those bits, so alpha <= R_l / bits_l there.
+        -inf when no such link carries bits.
+        Source: RAPIER Algorithm 1 (the pick is the same as planning ``c``)."""
+        ml, mb = self._mand_load(c, mand)
         if not ml.size:
             return -math.inf
-        return float(np.max((reserved[ml] + mb) / self.topology.capacity[ml]))
+        r = np.maximum(residual[ml], 0.0)
+        with np.errstate(divide="ignore"):
+            return float(np.max(mb / r)) * (1.0 - 1e-12)
 
     def _revalidate(self, cid: str, plan: CoflowPlan, seen: dict, residual: np.ndarray,
                     reserved: Optional[np.ndarray]) -> Optional[CoflowPlan]:
@@ -599,6 +622,8 @@ class Rapier(Scheduler):
                         lb = float(np.max((reserved[ml] + old.mand_bits) / cap[ml]))
                     elif old is None and reserved is not None and self.fast:
                         lb = self._host_bound(c, mand, reserved)
+                    elif self.route_on == "residual" and self.fast:
+                        lb = self._residual_bound(c, mand, residual)
                     items.append((lb, pos, c))
                 items.sort(key=lambda x: (x[0], x[1]))
                 for lb, pos, c in items:
