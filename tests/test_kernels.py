@@ -139,7 +139,9 @@ def test_compiled_passes_equal_numpy_passes(seed, monkeypatch):
                                   # maxmin_flat_kernel: every decision point
                                   "baseline", "routing-only",
                                   # the spread tie-break's compiled placement
-                                  "rapier", "rapier-bssi"])
+                                  "rapier", "rapier-bssi",
+                                  # the greedy candidate of rapier-ls's rounding
+                                  "rapier-ls"])
 def test_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler

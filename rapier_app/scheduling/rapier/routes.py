@@ -34,7 +34,10 @@ import numpy as np
 
 from topologies import Topology
 
+from ... import kernels
 from ...core.model import FlowState
+from ...kernels import rapier as krapier
+from ..pathcache import pair_paths
 from .lp4 import route_load
 
 
@@ -45,11 +48,23 @@ def _ratio_max(topology: Topology, paths: Sequence[tuple], vols: np.ndarray,
         return float(np.max(bits / cap[links])) if len(links) else 0.0
 
 
-def _mats(topology: Topology, paths: Sequence[Sequence[tuple]]) -> List[np.ndarray]:
+def _mats(topology: Topology, paths: Sequence[Sequence[tuple]],
+          flows: Optional[Sequence[FlowState]] = None,
+          max_paths: Optional[int] = None) -> List[np.ndarray]:
     """Per flow, its candidate paths' link indices as a (paths x hops) array, or a
-    list of arrays when the paths differ in length."""
+    list of arrays when the paths differ in length.  With ``flows``, a flow whose
+    ``paths`` entry is its host pair's shared candidate list (the same list as
+    :func:`~rapier_app.scheduling.pathcache.pair_paths` with ``max_paths`` holds)
+    takes the pair's cached link matrix."""
     out = []
-    for ps in paths:
+    for j, ps in enumerate(paths):
+        if flows is not None:
+            f = flows[j]
+            pp = pair_paths(topology, f.src, f.dst, max_paths)
+            if pp.paths is ps:
+                m = pp.mat
+                out.append(m if m is not None else pp.arrays)
+                continue
         arrs = [topology.path_links(p) for p in ps]
         out.append(np.array(arrs) if len({len(a) for a in arrs}) == 1 else arrs)
     return out
@@ -63,29 +78,46 @@ def _path_ratios(mat, load: np.ndarray, v: float, cap: np.ndarray) -> np.ndarray
 
 
 def greedy_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
-                  paths: Sequence[Sequence[tuple]], cap: np.ndarray) -> Dict[str, tuple]:
+                  paths: Sequence[Sequence[tuple]], cap: np.ndarray,
+                  max_paths: Optional[int] = None) -> Dict[str, tuple]:
     """Greedy placement: flows by non-increasing volume (ties: flow order), each on the
     candidate path minimising max over its links of (load + v) / capacity (first path
     on ties).
 
     Args: flows and their volumes (bits), per-flow candidate paths, capacities
-    (bit/s, > 0 on every candidate link).  Returns flow_id -> path.
+    (bit/s, > 0 on every candidate link), the scheduler's ``max_paths`` (to find
+    the host pairs' cached link matrices, :func:`_mats`).  Returns flow_id -> path.
     """
     load = np.zeros(len(cap))
-    mats = _mats(topology, paths)
+    mats = _mats(topology, paths, flows, max_paths)
+    if kernels.ENABLED and mats and all(isinstance(m, np.ndarray) for m in mats):
+        # compiled: the same operations per element (greedy_place_kernel)
+        n = len(mats)
+        npaths = np.fromiter((m.shape[0] for m in mats), np.int64, n)
+        nhops = np.fromiter((m.shape[1] for m in mats), np.int64, n)
+        off = np.zeros(n, np.int64)
+        np.cumsum((npaths * nhops)[:-1], out=off[1:])
+        mflat = np.concatenate([m.ravel() for m in mats]).astype(np.int64, copy=False)
+        vol = np.asarray(vols, dtype=float)
+        k = np.zeros(n, np.int64)
+        krapier.greedy_place_kernel(np.argsort(-vol, kind="stable"), vol, off, npaths,
+                                    nhops, mflat, np.zeros(len(cap) + 1),
+                                    np.append(cap, np.inf), k)
+        return {f.flow_id: ps[i] for f, ps, i in zip(flows, paths, k.tolist())}
     out: Dict[str, tuple] = {}
     order = sorted(range(len(flows)), key=lambda j: (-vols[j], j))
     for j in order:
         v = vols[j]
         k = int(np.argmin(_path_ratios(mats[j], load, v, cap)))
         out[flows[j].flow_id] = paths[j][k]
-        load[topology.path_links(paths[j][k])] += v
+        load[mats[j][k]] += v
     return out
 
 
 def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
                         paths: Sequence[Sequence[tuple]], routes: Dict[str, tuple],
-                        cap: np.ndarray, max_moves: Optional[int] = None) -> Dict[str, tuple]:
+                        cap: np.ndarray, max_moves: Optional[int] = None,
+                        max_paths: Optional[int] = None) -> Dict[str, tuple]:
     """Bottleneck local search from ``routes`` (see the module docstring, step 3).
 
     Args: as :func:`greedy_routes`, plus the starting ``routes`` (flow_id -> path)
@@ -94,17 +126,19 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
     """
     n = len(flows)
     vols = np.asarray(vols, dtype=float)
-    mats = _mats(topology, paths)
+    mats = _mats(topology, paths, flows, max_paths)
     idx = {}
     for j in range(n):
         idx[j] = paths[j].index(routes[flows[j].flow_id])
-    cur_links = [topology.path_links(paths[j][idx[j]]) for j in range(n)]
+    cur_links = [mats[j][idx[j]] for j in range(n)]
     load = np.zeros(len(cap))
     for j in range(n):
         load[cur_links[j]] += vols[j]
     safe_cap = np.where(cap > 0, cap, np.inf)
     # flow x link incidence of the current routes, to find a link's flows quickly
     hops = {len(a) for a in cur_links}
+    # equal lengths: the routes' links as one (flows x hops) array, kept up to date
+    cur_arr = np.array(cur_links) if len(hops) == 1 else None
     moves = 0
     limit = 4 * n if max_moves is None else max_moves
     while moves < limit:
@@ -113,8 +147,8 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
         rstar = float(ratio[lstar])
         if rstar <= 0:
             break
-        if len(hops) == 1:
-            on = np.flatnonzero((np.array(cur_links) == lstar).any(axis=1)).tolist()
+        if cur_arr is not None:
+            on = np.flatnonzero((cur_arr == lstar).any(axis=1)).tolist()
         else:
             on = [j for j in range(n) if lstar in cur_links[j]]
         on.sort(key=lambda j: (-vols[j], j))
@@ -135,7 +169,12 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
                 load[cur_links[j]] += vols[j]
                 continue
             idx[j] = k
-            cur_links[j] = topology.path_links(paths[j][k])
+            cur_links[j] = mats[j][k]
+            if cur_arr is not None:
+                if len(cur_links[j]) != cur_arr.shape[1]:  # a longer or shorter path
+                    cur_arr = None
+                else:
+                    cur_arr[j] = cur_links[j]
             load[cur_links[j]] += vols[j]
             moved = True
             moves += 1
@@ -147,14 +186,16 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
 
 def improved_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
                     paths: Sequence[Sequence[tuple]], argmax_routes: Dict[str, tuple],
-                    cap: np.ndarray) -> Dict[str, tuple]:
+                    cap: np.ndarray, max_paths: Optional[int] = None) -> Dict[str, tuple]:
     """Steps 1-3 of the module docstring: best of argmax and greedy, then local search.
+    ``max_paths``: the scheduler's (:func:`_mats`).
     Returns flow_id -> path; its fixed-route alpha on ``cap`` is >= argmax's."""
-    g = greedy_routes(topology, flows, vols, paths, cap)
+    g = greedy_routes(topology, flows, vols, paths, cap, max_paths)
     ra = _ratio_max(topology, [argmax_routes[f.flow_id] for f in flows], vols, cap)
     rg = _ratio_max(topology, [g[f.flow_id] for f in flows], vols, cap)
     start = g if rg < ra else argmax_routes
-    return local_search_routes(topology, flows, vols, paths, start, cap)
+    return local_search_routes(topology, flows, vols, paths, start, cap,
+                               max_paths=max_paths)
 
 
 def spread_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],

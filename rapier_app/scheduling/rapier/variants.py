@@ -197,7 +197,8 @@ class RapierLS(Rapier):
     def round_routes(self, flows, vols, usable, ms, lp_cap):
         """Argmax rounding (Alg. 2 lines 3-7) improved by greedy + local search."""
         base = super().round_routes(flows, vols, usable, ms, lp_cap)
-        return improved_routes(self.topology, flows, vols, usable, base, lp_cap)
+        return improved_routes(self.topology, flows, vols, usable, base, lp_cap,
+                               self.max_paths)
 
 
 @register("rapier-spread")
