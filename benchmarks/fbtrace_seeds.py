@@ -38,7 +38,8 @@ SCHEDULERS = ["fair", "fifo", "aalo", "philae", "optas", "sincronia", "sincronia
               "sincronia-maxmin", "scheduling-only", "scheduling-only@coflow",
               "scheduling-only@before12", "rapier", "rapier@before12", "rapier-bssi",
               "rapier-bssi@bssi-order",
-              "rapier-isolated", "routing-only", "baseline"]
+              "rapier-isolated", "rapier-residual", "rapier-ls", "rapier-spread", "rapier-nc",
+              "routing-only", "baseline"]
 TOPOLOGIES = ["bigswitch:150", "fattree:10"]
 
 #: Published ratios, as normalised CCT (scheme / reference; < 1 is faster), with source.
