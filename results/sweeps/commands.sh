@@ -20,6 +20,8 @@
 # - the seed schedulers (Figs. 5 and 6, seed 1): the last two commands; the aalo and
 #   philae rows rerun on 2026-11-27 with their 10 ms decision interval (SCHEMES unset,
 #   --schemes aalo,philae into a fresh --out, rows replaced, then `report`);
+# - the rapier-bssi rows rerun on 2026-11-27 with its rank_lp="fast" default
+#   (SCHEMES=rapier-bssi into a fresh OUT, rows replaced, then `report`);
 # - rapier-spread's old rows were removed: its ECMP rule is now rapier's default
 #   tie-break (tie_break="spread").
 set -e
