@@ -97,8 +97,9 @@ class RapierBSSI(Rapier):
     solution of each isolation LP; they may be different vertices, hence
     different per-link demands off the host links and possibly another order.
     Measured: the same CCTs to the bit on the Facebook hour on ``fattree:10``
-    (1,125 s of wall time against 1,273 s); on the sweeps of ``results/sweeps``
-    another order at a few points (docs/results.md).
+    (1,125 s of wall time beside another replay, against 1,273 s alone with
+    ``"exact"``); on the sweeps of ``results/sweeps``
+    another order at a few points (docs/evaluation.md).
     ``self.stats["order_<name>"]`` counts the full passes each order won
     (``order_same`` when all three agree).
 
