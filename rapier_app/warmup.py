@@ -65,6 +65,8 @@ def warm_up(names: Optional[Iterable[str]] = None, progress: bool = True) -> Dic
         from .scheduling import SchedulerError
         raise SchedulerError(f"scheduler: unknown {', '.join(map(repr, unknown))}; known: "
                              f"{', '.join(scheduler_names())}")
+    from . import kernels
+    kernels.prepare()
     topo = build_topology(WARM_TOPOLOGY)
     coflows = synthetic(topo, WARM_COFLOWS, WARM_WIDTH, WARM_GAP_S, sizes=WARM_SIZES, seed=1)
     times: Dict[str, float] = {}

@@ -98,3 +98,38 @@ def test_spread_routes_takes_ecmp_only_when_it_loses_nothing():
 def test_rapier_spread_keeps_the_fig1_optimum():
     t, c = scenario("fig1")
     assert np.allclose(simulate(t, c, make_scheduler("rapier-spread", t)).ccts, [1.0, 1.6])
+
+
+@pytest.mark.parametrize("topology,seed", [("fattree:4", 0), ("fattree:4", 1),
+                                           ("vl2:4,4,2", 2), ("fattree:6", 3)])
+def test_local_search_kernel_makes_the_numpy_moves(topology, seed, monkeypatch):
+    # compiled local search (krapier.local_search_kernel) = the numpy loop, move for
+    # move: same routes from random starts on random capacities (some links at zero,
+    # equal volumes for ties), and the search does move flows
+    from rapier_app import kernels
+    from topologies import build_topology
+    t = build_topology(topology)
+    rng = np.random.default_rng(seed)
+    moved = 0
+    for trial in range(12):
+        c = synthetic(t, 1, int(rng.integers(3, 40)), 0.0, sizes="uniform:1,20",
+                      seed=int(rng.integers(1 << 30)))[0]
+        fl = _flows(c)
+        vols = [float(rng.choice([8e6, 16e6, 1e6 * rng.integers(1, 100)])) for _ in fl]
+        paths = [t.candidate_paths(f.src, f.dst) for f in c.flows]
+        start = {f.flow_id: ps[int(rng.integers(len(ps)))] for f, ps in zip(fl, paths)}
+        cap = t.capacity * rng.choice([0.25, 0.5, 1.0], size=len(t.capacity))
+        for ps in paths:  # fast access links: the fabric is the bottleneck
+            for p in ps:
+                ls = t.path_links(p)
+                cap[[ls[0], ls[-1]]] = 8 * t.capacity[[ls[0], ls[-1]]]
+        if trial % 3 == 0:
+            cap[rng.integers(len(cap))] = 0.0
+        lim = None if trial % 4 else int(rng.integers(0, 5))
+        monkeypatch.setattr(kernels, "ENABLED", False)
+        want = local_search_routes(t, fl, vols, paths, start, cap, max_moves=lim)
+        monkeypatch.setattr(kernels, "ENABLED", True)
+        got = local_search_routes(t, fl, vols, paths, start, cap, max_moves=lim)
+        assert got == want
+        moved += sum(got[f.flow_id] != start[f.flow_id] for f in fl)
+    assert moved > 0

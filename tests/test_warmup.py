@@ -60,3 +60,25 @@ def test_first_decision_compiles_nothing_after_warm_up(tmp_path, name):
 def test_without_warm_up_the_first_decision_compiles(tmp_path):
     cold = _first_decision(tmp_path, "aalo", warm=False)
     assert cold["compiled_in_decision"] > 0, cold
+
+
+def test_prepare_loads_numbas_target_before_any_kernel(tmp_path):
+    # kernels.prepare (the controller calls it before its REST server listens) builds
+    # numba's CPU target, which imports numba's array lowering and scipy.linalg: the
+    # long interpreter-lock holds of the first kernel load.  Building the controller
+    # core and every scheduler does not do it; prepare does, once.
+    code = ("import sys; import rapier_app.controller.core; import rapier_app.scheduling as S;"
+            "S.load_all(); from rapier_app import kernels;"
+            "a = 'numba.np.arraymath' in sys.modules; t = kernels.prepare();"
+            "print(a, 'numba.np.arraymath' in sys.modules, t is not None and t >= 0)")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    env.pop("RAPIER_KERNELS", None)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True", "True"]
+    env["RAPIER_KERNELS"] = "numpy"
+    out = subprocess.run([sys.executable, "-c", "from rapier_app import kernels;"
+                          "print(kernels.prepare())"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.stdout.strip() == "None", out.stderr[-2000:]

@@ -72,6 +72,7 @@ from .rules import Actions, missing_switches  # noqa: E402
 from .settings import Settings  # noqa: E402
 from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
 from ..errors import RapierError  # noqa: E402
+from .. import kernels  # noqa: E402
 from .ryuconf import (CONF, check_observe_links, observe_links,  # noqa: E402
                       refuse_to_start, settings_from_conf)
 from ..httpjson import RequestError  # noqa: E402
@@ -121,6 +122,9 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         ``defer`` the kernels and the restored coflows' decision wait for the worker."""
         self.settings = settings
         self.core = make_core(self.settings, LOG)
+        # numba's CPU target before the REST server listens: loading it holds the
+        # interpreter lock too long for /health (kernels.prepare); the kernels follow
+        kernels.prepare()
         STARTUP.mark("core")
         self.core.links_observed = self.core.discover_mode or observe_links()
         check_observe_links(self.settings, observe_links())

@@ -8,7 +8,8 @@ of the start was reached, in seconds since the process was created (``exec``, re
 from ``/proc/self/stat``; the import of this module when that cannot be read):
 
 ``imports``      Ryu and the controller's modules imported (before the app exists);
-``core``         settings checked, topology built, database opened, scheduler built;
+``core``         settings checked, topology built, database opened, scheduler built,
+                 numba's CPU target loaded (:func:`rapier_app.kernels.prepare`);
 ``restored``     the database's coflows reloaded and decided again, their agent
                  pushes queued;
 ``rest``         the REST server listening (reports and submissions accepted);

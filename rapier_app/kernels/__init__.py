@@ -40,7 +40,7 @@ try:  # pragma: no cover - exercised by whichever branch the machine has
 except ImportError:  # pragma: no cover
     numba = None
 
-__all__ = ["ENABLED", "jit"]
+__all__ = ["ENABLED", "jit", "prepare"]
 
 
 def _enabled(value: str) -> bool:
@@ -65,3 +65,29 @@ def jit(fn):
     if numba is None:  # pragma: no cover
         return fn
     return numba.njit(cache=True, nogil=True)(fn)
+
+
+@jit
+def _first(x):  # pragma: no cover - compiled
+    """The kernel :func:`prepare` loads: x + 1."""
+    return x + 1
+
+
+def prepare() -> "float | None":
+    """Load numba's CPU target now: the first compiled function a process loads
+    (even from numba's cache) builds numba's typing and lowering registries, which
+    import scipy.linalg among others (0.3-0.7 s here, holding the interpreter lock
+    for up to 50-85 ms at a time).  The controller calls this before its REST server
+    listens, so that the kernels' warm-up that follows (:mod:`rapier_app.warmup`,
+    in a native thread while the server answers) only loads kernels (its longest
+    hold measured 26 ms).
+
+    Returns:
+        The seconds it took, or None when the kernels are off (:data:`ENABLED`).
+    """
+    if not ENABLED:
+        return None
+    import time
+    t0 = time.perf_counter()
+    _first(1)
+    return time.perf_counter() - t0

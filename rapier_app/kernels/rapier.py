@@ -72,6 +72,114 @@ def greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx,
 
 
 @jit
+def local_search_kernel(order, vol, off, npaths, nhops, mflat, idx, load, capx, L,
+                        limit):  # pragma: no cover - compiled
+    """``rapier-ls``'s bottleneck local search
+    (:func:`~rapier_app.scheduling.rapier.routes.local_search_routes`) compiled.
+
+    Blocks as in :func:`greedy_place_kernel` (link ids padded with the sentinel
+    ``L``, whose load stays 0 and whose ``capx`` is inf); ``idx[j]`` is flow j's
+    current path (updated in place), ``load`` (float64[L + 1], bits) the current
+    routes' load, ``capx`` (float64[L + 1], bit/s) the capacities with inf for zero
+    ones, ``order`` the flows by non-increasing volume (ties: index).  While fewer
+    than ``limit`` moves: take the first link of largest ``load / capx``; try its
+    flows in ``order``: take the flow off, and move it to the path (not crossing
+    that link) of least largest ``(load + v) / capx``, first on ties, if that is
+    below the bottleneck ratio times (1 - 1e-12); else put it back.  Stop when no
+    flow of the link moves.  Same operations per element, in the same order, as the
+    numpy code (a sentinel hop's ratio is 0, which the maximum of non-negative
+    ratios ignores), so the same moves and loads bit for bit.  Returns the number
+    of moves.  Source: this project's ``rapier-ls`` rounding (routes module
+    docstring, step 3)."""
+    n = order.shape[0]
+    thr = 1 - 1e-12
+    moves = 0
+    while moves < limit:
+        lstar = 0
+        rstar = load[0] / capx[0]
+        if rstar == rstar:
+            for l in range(1, L):
+                x = load[l] / capx[l]
+                if x != x:
+                    lstar = l
+                    rstar = x
+                    break
+                if x > rstar:
+                    lstar = l
+                    rstar = x
+        if rstar <= 0:
+            break
+        moved = False
+        for t in range(n):
+            j = order[t]
+            H = nhops[j]
+            o = off[j]
+            cur = o + idx[j] * H
+            on = False
+            for h in range(H):
+                if mflat[cur + h] == lstar:
+                    on = True
+                    break
+            if not on:
+                continue
+            K = npaths[j]
+            if K < 2:
+                continue
+            v = vol[j]
+            for h in range(H):
+                lk = mflat[cur + h]
+                if lk < L:
+                    load[lk] -= v
+            best = 0
+            bval = 0.0
+            for k in range(K):
+                mx = 0.0
+                cross = False
+                for h in range(H):
+                    lk = mflat[o + k * H + h]
+                    if lk == lstar:
+                        cross = True
+                    x = (load[lk] + v) / capx[lk]
+                    if h == 0:
+                        mx = x
+                    elif mx != mx:
+                        pass
+                    elif x != x or x > mx:
+                        mx = x
+                if cross:
+                    mx = np.inf
+                if k == 0:
+                    bval = mx
+                    if mx != mx:
+                        break
+                elif mx != mx:
+                    best = k
+                    bval = mx
+                    break
+                elif mx < bval:
+                    bval = mx
+                    best = k
+            if not bval < rstar * thr:
+                for h in range(H):
+                    lk = mflat[cur + h]
+                    if lk < L:
+                        load[lk] += v
+                continue
+            idx[j] = best
+            nb = o + best * H
+            for h in range(H):
+                lk = mflat[nb + h]
+                if lk < L:
+                    load[lk] += v
+            moved = True
+            moves += 1
+            break
+        if not moved:
+            break
+    return moves
+
+
+@jit
 def route_load_kernel(vol, off, nhops, kidx, mflat, L, load):  # pragma: no cover
     """Bits per link when flow j (``vol[j]`` bits) takes path ``kidx[j]`` of its
     block (layout of :func:`greedy_place_kernel`): added to ``load`` (float64[L])

@@ -50,6 +50,14 @@ RoundFn = Callable[[Sequence[FlowState], List[float], List[List[tuple]], List[np
                     np.ndarray], Dict[str, tuple]]
 
 
+#: a variant's rounding on the flows' path blocks: (flows, volumes (float64[n],
+#: bits), their ``_CoflowArrays``, the argmax rounding's path indexes (int64[n]),
+#: capacities in bit/s the LP routed on) -> path indexes (int64[n]) or None (then
+#: its ``RoundFn`` rounds)
+IndexRoundFn = Callable[[Sequence[FlowState], np.ndarray, "_CoflowArrays", np.ndarray,
+                         np.ndarray], Optional[np.ndarray]]
+
+
 class LPRounding:
     """LP (4) solve and rounding of Algorithm 2 for one scheduler (see the module
     docstring).
@@ -101,10 +109,13 @@ class LPRounding:
               structure: Optional[LP4Structure] = None,
               carr: Optional["_CoflowArrays"] = None,
               reserved: Optional[np.ndarray] = None,
-              round_routes: Optional[RoundFn] = None) -> tuple:
+              round_routes: Optional[RoundFn] = None,
+              round_index: Optional[IndexRoundFn] = None) -> tuple:
         """Alg. 2 lines 2-7: solve (4) on ``lp_cap`` (with ``reserved`` bits per link,
         see :func:`solve_lp4`) and round (``round_routes``, default
-        :func:`argmax_routes`, vectorised on ``carr`` with the compiled kernels).
+        :func:`argmax_routes`, vectorised on ``carr`` with the compiled kernels;
+        ``round_index``: the same rounding as ``round_routes`` on ``carr``'s path
+        blocks, from the argmax indexes, used in its place when it can be).
         Returns (routes, lp_alpha, build_s, solve_s, kidx): ``kidx`` is, per flow,
         the index of its route in its candidate list when known (the compiled path
         with ``carr``), else None."""
@@ -139,9 +150,12 @@ class LPRounding:
         self.stats["lp_solve_s"] += solve_s
         kidx = None
         if carr is not None and usable is carr.cand and kernels.ENABLED and \
-                round_routes is None:
+                (round_routes is None or round_index is not None):
             # the argmax rounding (round_routes) vectorised: the same first maxima
             kidx = krapier.argmax_rows(ms)
+            if kidx is not None and round_routes is not None:
+                kidx = round_index(flows, np.asarray(vols, dtype=float), carr, kidx,
+                                   lp_cap)
         if kidx is not None:
             base = dict(zip(carr.fids if flows is carr.flows else [f.flow_id for f in flows],
                             map(operator.getitem, usable, kidx.tolist())))

@@ -77,6 +77,88 @@ def _path_ratios(mat, load: np.ndarray, v: float, cap: np.ndarray) -> np.ndarray
     return np.array([float(np.max((load[ls] + v) / cap[ls])) for ls in mat])
 
 
+def _blocks(mats):
+    """The kernels' block layout of per-flow link matrices (:func:`_mats`), as
+    ``(off, npaths, nhops, mflat)`` (int64 arrays; flow j's paths are the
+    ``npaths[j] x nhops[j]`` row-major block of ``mflat`` at ``off[j]``), or None
+    when a flow's paths differ in length (a list, not a matrix) or there is no flow."""
+    if not mats or not all(isinstance(m, np.ndarray) for m in mats):
+        return None
+    n = len(mats)
+    npaths = np.fromiter((m.shape[0] for m in mats), np.int64, n)
+    nhops = np.fromiter((m.shape[1] for m in mats), np.int64, n)
+    off = np.zeros(n, np.int64)
+    np.cumsum((npaths * nhops)[:-1], out=off[1:])
+    mflat = np.concatenate([m.ravel() for m in mats]).astype(np.int64, copy=False)
+    return off, npaths, nhops, mflat
+
+
+def greedy_index(vol: np.ndarray, blocks: tuple, cap: np.ndarray) -> np.ndarray:
+    """:func:`greedy_routes` on path blocks, compiled
+    (:func:`~rapier_app.kernels.rapier.greedy_place_kernel`).
+
+    Args: ``vol`` (float64[n], bits), ``blocks`` ``(off, npaths, nhops, mflat)`` as
+    :func:`_blocks` or ``_CoflowArrays.path_blocks`` (sentinel ``L = len(cap)``),
+    ``cap`` (float64[L], bit/s).  Returns each flow's path index (int64[n])."""
+    k = np.zeros(len(vol), np.int64)
+    krapier.greedy_place_kernel(np.argsort(-vol, kind="stable"), vol, *blocks,
+                                np.zeros(len(cap) + 1), np.append(cap, np.inf), k)
+    return k
+
+
+def ratio_max_index(vol: np.ndarray, blocks: tuple, k: np.ndarray, cap: np.ndarray) -> float:
+    """:func:`_ratio_max` of flow j on path ``k[j]`` of its block: the largest
+    load/capacity ratio (1/s; 1 / the fixed-route alpha of model (2)) over the loaded
+    links, 0 when none is loaded.  The loads are summed as :func:`.lp4.route_load`
+    sums them (:func:`~rapier_app.kernels.rapier.route_load_kernel`), so the value
+    is the same bit for bit."""
+    off, _, nhops, mflat = blocks
+    load = np.zeros(len(cap))
+    krapier.route_load_kernel(vol, off, nhops, k, mflat, len(cap), load)
+    ll = np.flatnonzero(load > 0)
+    with np.errstate(divide="ignore"):
+        return float(np.max(load[ll] / cap[ll])) if len(ll) else 0.0
+
+
+def local_search_index(vol: np.ndarray, blocks: tuple, k: np.ndarray, cap: np.ndarray,
+                       limit: int) -> np.ndarray:
+    """:func:`local_search_routes` on path blocks from the path indexes ``k``
+    (int64[n], changed in place and returned), at most ``limit`` moves, compiled
+    (:func:`~rapier_app.kernels.rapier.local_search_kernel`: the same moves).  Args
+    as :func:`greedy_index`."""
+    off, _, nhops, mflat = blocks
+    L = len(cap)
+    load = np.zeros(L + 1)
+    krapier.route_load_kernel(vol, off, nhops, k, mflat, L, load)
+    capx = np.append(np.where(cap > 0, cap, np.inf), np.inf)
+    krapier.local_search_kernel(np.argsort(-vol, kind="stable"), vol, *blocks, k, load,
+                                capx, L, limit)
+    return k
+
+
+def improved_index(vol: np.ndarray, blocks: tuple, argmax_k: np.ndarray,
+                   cap: np.ndarray) -> np.ndarray:
+    """:func:`improved_routes` on path blocks: the better of the argmax rounding
+    (``argmax_k``, path indexes) and :func:`greedy_index` by :func:`ratio_max_index`
+    (argmax on ties), then :func:`local_search_index` (at most 4 n moves).  Args as
+    :func:`greedy_index`; returns the path indexes (int64[n])."""
+    g = greedy_index(vol, blocks, cap)
+    ra = ratio_max_index(vol, blocks, argmax_k, cap)
+    rg = ratio_max_index(vol, blocks, g, cap)
+    start = g if rg < ra else argmax_k.astype(np.int64, copy=True)
+    return local_search_index(vol, blocks, start, cap, 4 * len(vol))
+
+
+def spread_index(vol: np.ndarray, blocks: tuple, base_k: np.ndarray, ecmp_k: np.ndarray,
+                 cap: np.ndarray) -> np.ndarray:
+    """:func:`spread_routes` on path blocks: the ECMP indexes ``ecmp_k`` when their
+    :func:`ratio_max_index` is at most ``base_k``'s (times 1 + 1e-9), else
+    ``base_k``.  Args as :func:`greedy_index`."""
+    a_ecmp = ratio_max_index(vol, blocks, ecmp_k, cap)
+    a_base = ratio_max_index(vol, blocks, base_k, cap)
+    return ecmp_k.copy() if a_ecmp <= a_base * (1 + 1e-9) else base_k
+
+
 def greedy_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence[float],
                   paths: Sequence[Sequence[tuple]], cap: np.ndarray,
                   max_paths: Optional[int] = None) -> Dict[str, tuple]:
@@ -90,19 +172,9 @@ def greedy_routes(topology: Topology, flows: Sequence[FlowState], vols: Sequence
     """
     load = np.zeros(len(cap))
     mats = _mats(topology, paths, flows, max_paths)
-    if kernels.ENABLED and mats and all(isinstance(m, np.ndarray) for m in mats):
-        # compiled: the same operations per element (greedy_place_kernel)
-        n = len(mats)
-        npaths = np.fromiter((m.shape[0] for m in mats), np.int64, n)
-        nhops = np.fromiter((m.shape[1] for m in mats), np.int64, n)
-        off = np.zeros(n, np.int64)
-        np.cumsum((npaths * nhops)[:-1], out=off[1:])
-        mflat = np.concatenate([m.ravel() for m in mats]).astype(np.int64, copy=False)
-        vol = np.asarray(vols, dtype=float)
-        k = np.zeros(n, np.int64)
-        krapier.greedy_place_kernel(np.argsort(-vol, kind="stable"), vol, off, npaths,
-                                    nhops, mflat, np.zeros(len(cap) + 1),
-                                    np.append(cap, np.inf), k)
+    blocks = _blocks(mats) if kernels.ENABLED else None
+    if blocks is not None:  # compiled (greedy_index)
+        k = greedy_index(np.asarray(vols, dtype=float), blocks, cap)
         return {f.flow_id: ps[i] for f, ps, i in zip(flows, paths, k.tolist())}
     out: Dict[str, tuple] = {}
     order = sorted(range(len(flows)), key=lambda j: (-vols[j], j))
@@ -122,14 +194,19 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
 
     Args: as :func:`greedy_routes`, plus the starting ``routes`` (flow_id -> path)
     and ``max_moves`` (default 4 * number of flows).  Returns new routes whose
-    fixed-route alpha on ``cap`` is >= that of ``routes``.
+    fixed-route alpha on ``cap`` is >= that of ``routes``.  When every flow's paths
+    have one length and the kernels are on, the search runs compiled
+    (:func:`~rapier_app.kernels.rapier.local_search_kernel`: the same moves).
     """
     n = len(flows)
     vols = np.asarray(vols, dtype=float)
     mats = _mats(topology, paths, flows, max_paths)
-    idx = {}
-    for j in range(n):
-        idx[j] = paths[j].index(routes[flows[j].flow_id])
+    idx = [paths[j].index(routes[flows[j].flow_id]) for j in range(n)]
+    limit = 4 * n if max_moves is None else max_moves
+    blocks = _blocks(mats) if kernels.ENABLED else None
+    if blocks is not None:  # compiled (local_search_index)
+        k = local_search_index(vols, blocks, np.array(idx, np.int64), cap, limit)
+        return {f.flow_id: paths[j][i] for j, (f, i) in enumerate(zip(flows, k.tolist()))}
     cur_links = [mats[j][idx[j]] for j in range(n)]
     load = np.zeros(len(cap))
     for j in range(n):
@@ -140,7 +217,6 @@ def local_search_routes(topology: Topology, flows: Sequence[FlowState], vols: Se
     # equal lengths: the routes' links as one (flows x hops) array, kept up to date
     cur_arr = np.array(cur_links) if len(hops) == 1 else None
     moves = 0
-    limit = 4 * n if max_moves is None else max_moves
     while moves < limit:
         ratio = load / safe_cap
         lstar = int(np.argmax(ratio))

@@ -430,7 +430,8 @@ class Rapier(Scheduler):
             routes, lp_alpha, build_s, solve_s, kidx = self._rounding.route(
                 flows, vols, usable, lp_cap, use_mats, struct if usable is cand else None,
                 e if usable is cand else None, res_b,
-                None if type(self).round_routes is Rapier.round_routes else self.round_routes)
+                None if type(self).round_routes is Rapier.round_routes else self.round_routes,
+                self.round_index)
             ra = e.route_arrays(routes, topo, kidx if usable is cand else None)
             if full and self.fast:
                 self._full_routes[cid] = (key, e, routes, lp_alpha, build_s, solve_s, ra)
@@ -765,6 +766,11 @@ class Rapier(Scheduler):
         ``max(size - sent, 0)`` (= ``FlowState.remaining_bytes``).  ``rapier-nc``
         plans on estimated sizes instead."""
         return np.maximum(e.sizes - sent, 0.0)
+
+    #: a variant's :meth:`round_routes` on the flows' path blocks, from the argmax
+    #: indexes (:data:`.rounding.IndexRoundFn`; the same routes, compiled), or None.
+    #: A subclass that overrides :meth:`round_routes` overrides this too (or sets None).
+    round_index = None
 
     def round_routes(self, flows: Sequence[FlowState], vols: List[float],
                      usable: List[List[tuple]], ms: List[np.ndarray],

@@ -26,7 +26,7 @@ from topologies import Topology
 from ...core.model import CoflowState
 from ..base import SchedulerError
 from ..registry import register
-from .routes import improved_routes, spread_routes
+from .routes import improved_index, improved_routes, spread_index, spread_routes
 from .scheduler import Rapier
 
 
@@ -201,6 +201,10 @@ class RapierLS(Rapier):
         return improved_routes(self.topology, flows, vols, usable, base, lp_cap,
                                self.max_paths)
 
+    def round_index(self, flows, vol, carr, argmax_k, lp_cap):
+        """:meth:`round_routes` on the flows' path blocks (:func:`improved_index`)."""
+        return improved_index(vol, carr.path_blocks(), argmax_k, lp_cap)
+
 
 @register("rapier-spread")
 class RapierSpread(Rapier):
@@ -216,3 +220,11 @@ class RapierSpread(Rapier):
         base = super().round_routes(flows, vols, usable, ms, lp_cap)
         return spread_routes(self.topology, flows, vols, usable, base, lp_cap,
                              self.ecmp_path)
+
+    def round_index(self, flows, vol, carr, argmax_k, lp_cap):
+        """:meth:`round_routes` on the flows' path blocks (:func:`spread_index`);
+        None (the dict rounding) when a flow's ECMP path is not a candidate."""
+        ek = self._rounding._ecmp_index(flows, carr)
+        if ek is None:
+            return None
+        return spread_index(vol, carr.path_blocks(), argmax_k, ek, lp_cap)
