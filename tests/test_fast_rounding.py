@@ -133,3 +133,43 @@ def test_local_search_kernel_makes_the_numpy_moves(topology, seed, monkeypatch):
         assert got == want
         moved += sum(got[f.flow_id] != start[f.flow_id] for f in fl)
     assert moved > 0
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_local_search_on_padded_blocks_makes_the_numpy_moves(seed, monkeypatch):
+    # candidate paths of two lengths (path slack 2 on fattree:4): the compiled search
+    # on padded path blocks (local_search_index, sentinel link L) = the numpy loop
+    # over per-path link lists, from random starts, with moves
+    from rapier_app import kernels
+    from rapier_app.scheduling.pathcache import pair_paths
+    from rapier_app.scheduling.rapier.routes import local_search_index
+    t = fat_tree(4).set_path_slack(2)
+    rng = np.random.default_rng(seed)
+    moved = 0
+    for trial in range(10):
+        c = synthetic(t, 1, int(rng.integers(3, 30)), 0.0, sizes="uniform:1,20",
+                      seed=int(rng.integers(1 << 30)))[0]
+        fl = _flows(c)
+        pps = [pair_paths(t, f.src, f.dst) for f in fl]
+        paths = [pp.paths for pp in pps]
+        assert any(len(ps[0]) < len(ps[-1]) for ps in paths)
+        Ms = [pp.padded for pp in pps]
+        npaths = np.array([M.shape[0] for M in Ms], np.int64)
+        nhops = np.array([M.shape[1] for M in Ms], np.int64)
+        off = np.zeros(len(Ms), np.int64)
+        np.cumsum((npaths * nhops)[:-1], out=off[1:])
+        blocks = (off, npaths, nhops, np.concatenate([M.ravel() for M in Ms]))
+        vols = np.array([float(rng.choice([8e6, 1e6 * rng.integers(1, 100)])) for _ in fl])
+        k0 = np.array([int(rng.integers(len(ps))) for ps in paths], np.int64)
+        cap = t.capacity * rng.choice([0.25, 0.5, 1.0], size=len(t.capacity))
+        for ps in paths:  # fast access links: the fabric is the bottleneck
+            for p in ps:
+                ls = t.path_links(p)
+                cap[[ls[0], ls[-1]]] = 8 * t.capacity[[ls[0], ls[-1]]]
+        start = {f.flow_id: ps[k] for f, ps, k in zip(fl, paths, k0.tolist())}
+        monkeypatch.setattr(kernels, "ENABLED", False)
+        want = local_search_routes(t, fl, vols, paths, start, cap)
+        got = local_search_index(vols, blocks, k0.copy(), cap, 4 * len(fl))
+        assert {f.flow_id: ps[k] for f, ps, k in zip(fl, paths, got.tolist())} == want
+        moved += int((got != k0).sum())
+    assert moved > 0

@@ -140,15 +140,21 @@ def test_compiled_passes_equal_numpy_passes(seed, monkeypatch):
                                   "baseline", "routing-only",
                                   # the spread tie-break's compiled placement
                                   "rapier", "rapier-bssi",
-                                  # the greedy candidate of rapier-ls's rounding
-                                  "rapier-ls"])
-def test_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
+                                  # rapier-ls's and rapier-spread's roundings on
+                                  # path blocks (improved_index, spread_index)
+                                  "rapier-ls", "rapier-spread"])
+def test_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch,
+                                                            slack=0):
     from rapier_app.core.workload import synthetic
     from rapier_app.scheduling import make_scheduler
     from rapier_app.sim import simulate
     from topologies import build_topology
 
     topo = build_topology("fattree:4")
+    if slack:
+        topo.set_path_slack(slack)
+        ps = topo.candidate_paths("h1", "h16")
+        assert len(ps[0]) < len(ps[-1])  # paths of two lengths: padded path blocks
     out = []
     for enabled in (True, False):
         monkeypatch.setattr(kernels, "ENABLED", enabled)
@@ -156,6 +162,13 @@ def test_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch):
         res = simulate(topo, cfs, make_scheduler(name, topo))
         out.append([(c.coflow_id, c.cct_s.hex()) for c in res.coflows])
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("name", ["rapier", "rapier-ls", "rapier-spread"])
+def test_rapier_roundings_the_same_with_and_without_kernels_on_slack_paths(name,
+                                                                           monkeypatch):
+    # candidate paths up to 2 hops longer than the shortest: padded path blocks
+    test_schedulers_decide_the_same_with_and_without_kernels(name, monkeypatch, slack=2)
 
 
 def test_sincronia_demand_matrix_equal_with_and_without_kernels(monkeypatch):
