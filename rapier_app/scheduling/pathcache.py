@@ -352,6 +352,22 @@ def pair_paths(topology: Topology, src: str, dst: str,
     return pp
 
 
+def path_link_tuples(topology: Topology, paths: Sequence[tuple]) -> List[tuple]:
+    """:func:`path_link_tuple` of every path of ``paths`` (the same tuples), the
+    shared cache looked up once for the list.
+
+    Raises:
+        TopologyError: a hop of a path is not a link.
+    """
+    cache = _topology_cache(_LINKS, _LAST_LINKS, topology)
+    out = list(map(cache.get, paths))
+    if None in out:
+        for j, ls in enumerate(out):
+            if ls is None:
+                out[j] = path_link_tuple(topology, paths[j])
+    return out
+
+
 def path_link_tuple(topology: Topology, path: tuple) -> tuple:
     """Link indices of ``path`` on ``topology`` as a tuple of ints (shared cache).
 

@@ -163,12 +163,14 @@ def conservation_state(capacity: np.ndarray, out_cof: Sequence[CoflowState],
                        flows_out: list, paths_out: list, rates: np.ndarray, wc_order: list,
                        order: list, fallback: Dict[str, str], info: dict,
                        coflow_arrays: CoflowArraysOf,
-                       path_links: Callable[[tuple], np.ndarray],
+                       path_links: Callable[[list], list],
                        access: "AccessLinks", volatile: bool) -> WorkConservation:
     """The :class:`WorkConservation` state of a full pass (the schedule's coflows,
     flows, paths and rates in bit/s; ``capacity`` per link in bit/s): Algorithm 3's
     visiting order (``wc_order``, from :func:`distribute_bandwidth`), and flows of
-    unscheduled coflows still without a rate left flexible."""
+    unscheduled coflows still without a rate left flexible.  ``path_links(paths)``:
+    the link-index tuples of a list of paths
+    (:func:`~rapier_app.scheduling.pathcache.path_link_tuples`)."""
     offs: Dict[str, int] = {}
     o = 0
     for c in out_cof:
@@ -195,7 +197,7 @@ def conservation_state(capacity: np.ndarray, out_cof: Sequence[CoflowState],
         return e.cand[k], e.cand_links(k)
 
     visit = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    links = [path_links(p) for p in paths_out]
+    links = path_links(paths_out)
     return WorkConservation(capacity, out_cof, flows_out, paths_out, links, rates, visit,
                             flexible, candidates, order=order, fallback=fallback,
                             info=info, access=access, volatile=volatile)

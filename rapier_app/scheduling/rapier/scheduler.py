@@ -102,7 +102,7 @@ from topologies import Topology
 from ...core.model import CoflowState, FlowState, Schedule
 from ..base import Scheduler, SchedulerError
 from ..conserve import WorkConservation
-from ..pathcache import pair_paths, path_link_tuple
+from ..pathcache import pair_paths, path_link_tuple, path_link_tuples
 from ..registry import register
 from .alg3 import (AccessLinks, alg3_order, conservation_state, distribute_bandwidth,
                    newly_served, unserved_spans)
@@ -713,7 +713,8 @@ class Rapier(Scheduler):
         if self.incremental:
             self._wc = conservation_state(self.topology.capacity, out_cof, flows_out, paths_out,
                                           rates_all, wc_order, order, fallback, info,
-                                          self._coflow_arrays, self._path_links, self._access,
+                                          self._coflow_arrays, self._path_links_many,
+                                          self._access,
                                           self.volatile_schedules)
             # with wait_reset="any": where the flows of each coflow left without
             # bandwidth sit in the work-conservation state
@@ -861,6 +862,11 @@ class Rapier(Scheduler):
         """Link indices of path ``p`` as a tuple of ints (the shared
         :func:`~rapier_app.scheduling.pathcache.path_link_tuple` cache)."""
         return path_link_tuple(self.topology, p)
+
+    def _path_links_many(self, paths: list) -> list:
+        """:meth:`_path_links` of every path of ``paths`` (one cache lookup for the
+        list: :func:`~rapier_app.scheduling.pathcache.path_link_tuples`)."""
+        return path_link_tuples(self.topology, paths)
 
     def _plan_or_fallback(self, c: CoflowState, residual: np.ndarray,
                           fallback: Dict[str, str], pending: list,

@@ -49,6 +49,7 @@ class RapierIsolated(Rapier):
     alone (``tie_break="none"``), as before."""
 
     default_tie_break = "none"
+    default_lp = "fast"
 
     def __init__(self, topology: Topology, seed: int = 0, **kw):
         kw.setdefault("route_on", "full")
