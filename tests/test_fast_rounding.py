@@ -100,6 +100,25 @@ def test_rapier_spread_keeps_the_fig1_optimum():
     assert np.allclose(simulate(t, c, make_scheduler("rapier-spread", t)).ccts, [1.0, 1.6])
 
 
+def _fabric_bound(t, rng, max_width, paths_of):
+    """A random one-coflow case for the local search: (flows, per-flow candidate
+    paths from ``paths_of(flow)``, volumes in bits with repeats for ties, random
+    capacities in bit/s with the access links 8x faster: the fabric is the
+    bottleneck)."""
+    c = synthetic(t, 1, int(rng.integers(3, max_width)), 0.0, sizes="uniform:1,20",
+                  seed=int(rng.integers(1 << 30)))[0]
+    fl = _flows(c)
+    paths = [paths_of(f) for f in fl]
+    vols = np.array([float(rng.choice([8e6, 16e6, 1e6 * rng.integers(1, 100)]))
+                     for _ in fl])
+    cap = t.capacity * rng.choice([0.25, 0.5, 1.0], size=len(t.capacity))
+    for ps in paths:
+        for p in ps:
+            ls = t.path_links(p)
+            cap[[ls[0], ls[-1]]] = 8 * t.capacity[[ls[0], ls[-1]]]
+    return fl, paths, vols, cap
+
+
 @pytest.mark.parametrize("topology,seed", [("fattree:4", 0), ("fattree:4", 1),
                                            ("vl2:4,4,2", 2), ("fattree:6", 3)])
 def test_local_search_kernel_makes_the_numpy_moves(topology, seed, monkeypatch):
@@ -112,17 +131,9 @@ def test_local_search_kernel_makes_the_numpy_moves(topology, seed, monkeypatch):
     rng = np.random.default_rng(seed)
     moved = 0
     for trial in range(12):
-        c = synthetic(t, 1, int(rng.integers(3, 40)), 0.0, sizes="uniform:1,20",
-                      seed=int(rng.integers(1 << 30)))[0]
-        fl = _flows(c)
-        vols = [float(rng.choice([8e6, 16e6, 1e6 * rng.integers(1, 100)])) for _ in fl]
-        paths = [t.candidate_paths(f.src, f.dst) for f in c.flows]
+        fl, paths, vols, cap = _fabric_bound(t, rng, 40,
+                                             lambda f: t.candidate_paths(f.src, f.dst))
         start = {f.flow_id: ps[int(rng.integers(len(ps)))] for f, ps in zip(fl, paths)}
-        cap = t.capacity * rng.choice([0.25, 0.5, 1.0], size=len(t.capacity))
-        for ps in paths:  # fast access links: the fabric is the bottleneck
-            for p in ps:
-                ls = t.path_links(p)
-                cap[[ls[0], ls[-1]]] = 8 * t.capacity[[ls[0], ls[-1]]]
         if trial % 3 == 0:
             cap[rng.integers(len(cap))] = 0.0
         lim = None if trial % 4 else int(rng.integers(0, 5))
@@ -147,25 +158,16 @@ def test_local_search_on_padded_blocks_makes_the_numpy_moves(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     moved = 0
     for trial in range(10):
-        c = synthetic(t, 1, int(rng.integers(3, 30)), 0.0, sizes="uniform:1,20",
-                      seed=int(rng.integers(1 << 30)))[0]
-        fl = _flows(c)
-        pps = [pair_paths(t, f.src, f.dst) for f in fl]
-        paths = [pp.paths for pp in pps]
+        fl, paths, vols, cap = _fabric_bound(t, rng, 30,
+                                             lambda f: pair_paths(t, f.src, f.dst).paths)
         assert any(len(ps[0]) < len(ps[-1]) for ps in paths)
-        Ms = [pp.padded for pp in pps]
+        Ms = [pair_paths(t, f.src, f.dst).padded for f in fl]
         npaths = np.array([M.shape[0] for M in Ms], np.int64)
         nhops = np.array([M.shape[1] for M in Ms], np.int64)
         off = np.zeros(len(Ms), np.int64)
         np.cumsum((npaths * nhops)[:-1], out=off[1:])
         blocks = (off, npaths, nhops, np.concatenate([M.ravel() for M in Ms]))
-        vols = np.array([float(rng.choice([8e6, 1e6 * rng.integers(1, 100)])) for _ in fl])
         k0 = np.array([int(rng.integers(len(ps))) for ps in paths], np.int64)
-        cap = t.capacity * rng.choice([0.25, 0.5, 1.0], size=len(t.capacity))
-        for ps in paths:  # fast access links: the fabric is the bottleneck
-            for p in ps:
-                ls = t.path_links(p)
-                cap[[ls[0], ls[-1]]] = 8 * t.capacity[[ls[0], ls[-1]]]
         start = {f.flow_id: ps[k] for f, ps, k in zip(fl, paths, k0.tolist())}
         monkeypatch.setattr(kernels, "ENABLED", False)
         want = local_search_routes(t, fl, vols, paths, start, cap)

@@ -15,6 +15,54 @@ from . import jit
 
 
 @jit
+def _add_path(load, mflat, base, H, L, v):  # pragma: no cover - compiled
+    """Add ``v`` bits to ``load`` on the ``H`` links of ``mflat`` at ``base`` (the
+    sentinel ``L`` skipped); ``-v`` takes them off (x + (-v) is x - v in IEEE 754)."""
+    for h in range(H):
+        lk = mflat[base + h]
+        if lk < L:
+            load[lk] += v
+
+
+@jit
+def _best_path(mflat, o, K, H, load, capx, v, avoid):  # pragma: no cover - compiled
+    """Of the ``K x H`` block of ``mflat`` at ``o`` (one flow's candidate paths), the
+    path of least largest ``(load_l + v) / capx_l`` along it, first on ties, a path
+    crossing link ``avoid`` counting as inf (-1: none); NaN as ``np.maximum`` and
+    ``np.argmin`` treat it (the first NaN path wins).  Returns (index, its value)."""
+    best = 0
+    bval = 0.0
+    for k in range(K):
+        mx = 0.0
+        cross = False
+        for h in range(H):
+            lk = mflat[o + k * H + h]
+            if lk == avoid:
+                cross = True
+            x = (load[lk] + v) / capx[lk]
+            if h == 0:
+                mx = x
+            elif mx != mx:
+                pass
+            elif x != x or x > mx:
+                mx = x
+        if cross:
+            mx = np.inf
+        if k == 0:
+            bval = mx
+            if mx != mx:
+                break
+        elif mx != mx:
+            best = k
+            bval = mx
+            break
+        elif mx < bval:
+            bval = mx
+            best = k
+    return best, bval
+
+
+@jit
 def greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx,
                         out):  # pragma: no cover - compiled
     """RAPIER's greedy spread placement
@@ -41,34 +89,9 @@ def greedy_place_kernel(order, vol, off, npaths, nhops, mflat, load, capx,
         H = nhops[j]
         best = 0
         if K > 1:
-            bval = 0.0
-            for k in range(K):
-                mx = 0.0
-                for h in range(H):
-                    lk = mflat[o + k * H + h]
-                    x = (load[lk] + v) / capx[lk]
-                    if h == 0:
-                        mx = x
-                    elif mx != mx:
-                        pass
-                    elif x != x or x > mx:
-                        mx = x
-                if k == 0:
-                    bval = mx
-                    if mx != mx:
-                        break
-                elif mx != mx:
-                    best = k
-                    break
-                elif mx < bval:
-                    bval = mx
-                    best = k
+            best, _ = _best_path(mflat, o, K, H, load, capx, v, -1)
         out[j] = best
-        base = o + best * H
-        for h in range(H):
-            lk = mflat[base + h]
-            if lk < L:
-                load[lk] += v
+        _add_path(load, mflat, o + best * H, H, L, v)
 
 
 @jit
@@ -126,51 +149,13 @@ def local_search_kernel(order, vol, off, npaths, nhops, mflat, idx, load, capx, 
             if K < 2:
                 continue
             v = vol[j]
-            for h in range(H):
-                lk = mflat[cur + h]
-                if lk < L:
-                    load[lk] -= v
-            best = 0
-            bval = 0.0
-            for k in range(K):
-                mx = 0.0
-                cross = False
-                for h in range(H):
-                    lk = mflat[o + k * H + h]
-                    if lk == lstar:
-                        cross = True
-                    x = (load[lk] + v) / capx[lk]
-                    if h == 0:
-                        mx = x
-                    elif mx != mx:
-                        pass
-                    elif x != x or x > mx:
-                        mx = x
-                if cross:
-                    mx = np.inf
-                if k == 0:
-                    bval = mx
-                    if mx != mx:
-                        break
-                elif mx != mx:
-                    best = k
-                    bval = mx
-                    break
-                elif mx < bval:
-                    bval = mx
-                    best = k
+            _add_path(load, mflat, cur, H, L, -v)
+            best, bval = _best_path(mflat, o, K, H, load, capx, v, lstar)
             if not bval < rstar * thr:
-                for h in range(H):
-                    lk = mflat[cur + h]
-                    if lk < L:
-                        load[lk] += v
+                _add_path(load, mflat, cur, H, L, v)
                 continue
             idx[j] = best
-            nb = o + best * H
-            for h in range(H):
-                lk = mflat[nb + h]
-                if lk < L:
-                    load[lk] += v
+            _add_path(load, mflat, o + best * H, H, L, v)
             moved = True
             moves += 1
             break
