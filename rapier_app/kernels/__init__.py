@@ -34,6 +34,7 @@ Units: bit/s for residual capacities, tolerances and rates.
 from __future__ import annotations
 
 import os
+import time
 
 try:  # pragma: no cover - exercised by whichever branch the machine has
     import numba
@@ -87,7 +88,6 @@ def prepare() -> "float | None":
     """
     if not ENABLED:
         return None
-    import time
     t0 = time.perf_counter()
     _first(1)
     return time.perf_counter() - t0

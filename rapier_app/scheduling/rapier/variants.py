@@ -49,8 +49,9 @@ class RapierIsolated(Rapier):
     alone (``tie_break="none"``), as before.  LP (4) by ``lp="fast"`` unless told
     otherwise: on the empty fabric the greedy placement is certified optimal for
     (4) at all 136 solves of 20,000 decision points from the Facebook hour's 186th
-    coflow on ``fattree:10``; the whole hour: average CCT 29.02 s against
-    29.03 s with the simplex's vertices, 747 s of wall time instead of 1,240 s."""
+    coflow on ``fattree:10``; the whole hour: average CCT 29.02 s in 747 s of wall
+    time (beside the unit tests), 29.03 s in 1,240 s (alone) with the simplex's
+    vertices."""
 
     default_tie_break = "none"
     default_lp = "fast"
