@@ -1,18 +1,21 @@
-# Two commands for a fresh Debian 12 machine (run as root):
+# Two commands for a fresh Debian 13 or 12 machine (run as root):
 #   make demo   install everything, then run the main job: the RAPIER testbed
 #               scenario (Table II) on an emulated leaf-spine with the real
 #               controller, host agents and TCP traffic, beside the simulator
 #   make test   install everything, then run the whole test suite (unit tests,
 #               and emulation tests on Open vSwitch + Mininet)
-PY := .venv/bin/python
+# RAPIER_VENV (default .venv), RAPIER_OF_STACK (os-ken or ryu) and RAPIER_PYTHON go to
+# scripts/install.sh through the environment.
+VENV := $(or $(RAPIER_VENV),.venv)
+PY := $(VENV)/bin/python
 
-.PHONY: install demo test test-unit test-emulation sim-demo bench
+.PHONY: install demo test test-unit test-emulation sim-demo bench install-services test-fresh-root
 
 install:
 	bash scripts/install.sh
 
 demo: install
-	.venv/bin/rapier-emulate --scenario testbed
+	$(VENV)/bin/rapier-emulate --scenario testbed
 
 test: install
 	$(PY) -m pytest -q tests
@@ -24,7 +27,16 @@ test-emulation: install
 	$(PY) -m pytest -q tests/emulation
 
 sim-demo: install
-	.venv/bin/rapier-sim --scenario testbed --schedulers rapier,scheduling-only,routing-only,baseline
+	$(VENV)/bin/rapier-sim --scenario testbed --schedulers rapier,scheduling-only,routing-only,baseline
 
 bench: install
-	.venv/bin/rapier-bench --quick
+	$(VENV)/bin/rapier-bench --quick
+
+# Opt-in, as root: systemd units for rapier-controller and rapier-agent
+# (scripts/install-services.sh; enables and starts nothing).
+install-services: install
+	bash scripts/install-services.sh
+
+# The README's two commands in a fresh Debian 13 root (debootstrap + chroot).
+test-fresh-root:
+	bash scripts/fresh-root.sh 'make demo && make test'

@@ -20,6 +20,8 @@ setup(
                       "numba>=0.59",
                       # topology files (topologies/topofile.py)
                       "PyYAML>=5.4",
+                      # the REST layer (rapier_app/controller/wsgiapp.py), on either stack
+                      "WebOb>=1.8", "Routes>=2.5",
                       # GET /metrics (rapier_app/controller/metrics.py)
                       "prometheus_client>=0.16",
                       "tomli>=2; python_version < '3.11'"],
@@ -28,6 +30,7 @@ setup(
     extras_require={"test": ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.100",
                              "selenium>=4.11"]},
     entry_points={"console_scripts": [
+        "rapier-controller=rapier_app.controller.launcher:main",
         "rapier-sim=rapier_app.cli:main",
         "rapier-check=rapier_app.sim.check_cli:main",
         "rapier-agent=enforcement.agent:main",

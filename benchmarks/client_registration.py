@@ -49,12 +49,9 @@ def make_app(scheduler: str, topology: str, state_db: str):
     """The controller built in-process as ``ryu-manager`` would build it."""
     import rapier_app.controller as controller_pkg
     from rapier_app.controller.settings import Settings
-    from ryu.app.wsgi import WSGIApplication
 
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler=scheduler, topology=topology, agent_url="", state_db=state_db))
-    app.wsgi = wsgi
     return app
 
 

@@ -47,9 +47,8 @@ from typing import Dict, List
 
 import _common  # noqa: F401 -- puts the repository root on sys.path
 
-from ryu.app.wsgi import WSGIApplication  # noqa: E402
-from ryu.ofproto import ofproto_v1_3 as ofp  # noqa: E402
-from ryu.ofproto import ofproto_v1_3_parser as parser  # noqa: E402
+from rapier_app.controller.stack import ofproto_v1_3 as ofp  # noqa: E402
+from rapier_app.controller.stack import ofproto_v1_3_parser as parser  # noqa: E402
 from webob import Request  # noqa: E402
 
 import rapier_app.controller as controller_pkg  # noqa: E402
@@ -100,12 +99,10 @@ def pct(xs: List[float], q: float) -> float:
 
 def build(args):
     """The in-process app with fake datapaths on every switch."""
-    wsgi = WSGIApplication()
     settings = Settings(scheduler=args.scheduler, topology=args.topology, agent_url="",
                         state_db="", decision_budget_s=args.budget,
                         scheduler_params=args.scheduler_params)
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=settings)
-    app.wsgi = wsgi
+    app = controller_pkg.RapierController(rapier_settings=settings)
     first_seen: Dict[int, float] = {}
     g = app.core.topology.graph
     for s in app.core.topology.switches:

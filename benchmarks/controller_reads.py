@@ -58,14 +58,11 @@ def make_app(args, db: str):
     """The controller built in-process, fake datapaths on every switch."""
     import rapier_app.controller as controller_pkg
     from rapier_app.controller.settings import Settings
-    from ryu.app.wsgi import WSGIApplication
 
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler=args.scheduler, topology=args.topology, agent_url="", state_db=db))
-    app.wsgi = wsgi
     app.settle_gc = True  # as RapierController.start() does under ryu-manager
-    from ryu.lib import hub
+    from rapier_app.controller.stack import hub
     app._spawn = hub.spawn  # ditto (a POST's rules go out after its reply)
     seen = {}
     g = app.core.topology.graph

@@ -33,8 +33,7 @@ from types import SimpleNamespace
 import _common  # noqa: F401 -- puts the repository on sys.path
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-from ryu.app.wsgi import WSGIApplication  # noqa: E402
-from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser  # noqa: E402
+from rapier_app.controller.stack import ofproto_v1_3, ofproto_v1_3_parser  # noqa: E402
 from webob import Request  # noqa: E402
 
 import rapier_app.controller as controller_pkg  # noqa: E402
@@ -87,8 +86,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler=args.scheduler, topology=args.topology, agent_url="", state_db=":memory:"))
     topo = app.core.topology
     switches = []
@@ -106,7 +104,7 @@ def main(argv=None) -> int:
             body = {"id": f"m{n}", "flows": [{"src": s, "dst": d, "size_bytes": 100 << 20,
                                                "dst_port": 10000 + n}]}
             resp = Request.blank("/rapier/v1/coflows", method="POST",
-                                 body=json.dumps(body).encode()).get_response(wsgi)
+                                 body=json.dumps(body).encode()).get_response(app.wsgi)
             if resp.status_int != 201:
                 print(f"POST {body['id']}: {resp.status_int} {resp.body[:200]!r}",
                       file=sys.stderr)
@@ -117,7 +115,7 @@ def main(argv=None) -> int:
         lat = []
         for _ in range(args.scrapes):
             t = time.perf_counter()
-            resp = Request.blank("/metrics").get_response(wsgi)
+            resp = Request.blank("/metrics").get_response(app.wsgi)
             lat.append(time.perf_counter() - t)
             assert resp.status_int == 200
         fams = list(text_string_to_metric_families(resp.body.decode()))

@@ -35,7 +35,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = os.path.join(REPO, ".venv", "bin", "rapier-experiment")
+CLI = os.path.join(os.path.dirname(sys.executable), "rapier-experiment")
 
 
 def rows_without_wall(path: str) -> list:

@@ -626,9 +626,9 @@ class Emulation:
                 dict({"state_db": os.path.join(self.workdir, "controller.sqlite3")},
                      **(self.controller_opts or {}))))
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        cmd = [_venv_bin("ryu-manager"), "--config-file", conf,
+        cmd = [_venv_bin("rapier-controller"), "--config-file", conf,
                "--ofp-tcp-listen-port", str(self.of_port),
-               "--wsapi-port", str(self.rest_port), "rapier_app.controller"]
+               "--wsapi-port", str(self.rest_port)]
         if self.observe_links:
             cmd.insert(1, "--observe-links")
         LOG.info("starting %s", " ".join(cmd))
@@ -637,7 +637,8 @@ class Emulation:
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.ryu.poll() is not None:
-                raise EmulationError(f"ryu-manager exited with {self.ryu.returncode}; see "
+                raise EmulationError(f"the controller (rapier-controller) exited with "
+                                     f"{self.ryu.returncode}; see "
                                      f"{self.workdir}/ryu.log:\n{self._tail('ryu.log')}")
             try:
                 st, _ = client.request(self.rest, "GET", REST_PREFIX + "/topology", timeout=2)

@@ -9,12 +9,15 @@
 Each check prints ``OK``, ``WARN`` or ``FAIL``, what it found and, when it is not OK,
 what to do.  The checks, by role:
 
-* both: ``python`` (3.9 or newer; 3.11 is what runs Ryu here);
-* controller: ``ryu``, ``eventlet``, ``dnspython`` (the pins of
-  ``requirements-controller.txt``: Ryu 4.34 runs on Python 3.11 only with eventlet
-  0.33.3 and dnspython 2, shared/ENVIRONMENT.md), ``controller-import`` (``import
-  rapier_app.controller`` in a fresh interpreter defines the Ryu app: Ryu, eventlet
-  and the ``ALREADY_HANDLED`` shim work together), ``kernels`` (numba's on-disk cache
+* both: ``python`` (3.10 or newer: os-ken's floor; tested on 3.11 and 3.13);
+* controller: ``stack`` (the OpenFlow stack the controller runs on, chosen as
+  :mod:`rapier_app.controller.stackchoice` does: os-ken or Ryu, at the version of
+  ``requirements-os-ken.txt`` / ``requirements-ryu.txt``, and its thread model),
+  ``eventlet`` (on Ryu, or os-ken with ``OSKEN_HUB_TYPE=eventlet``: the eventlet and
+  dnspython versions that run with Ryu 4.34 on this Python, 0.33.3 on 3.11 and 0.38 or
+  later from 3.12; on os-ken's native threads, not used), ``controller-import``
+  (``import rapier_app.controller`` in a fresh interpreter defines the app on that
+  stack), ``kernels`` (numba's on-disk cache
   holds the compiled kernels of :mod:`rapier_app.kernels`, so that the first decision
   compiles nothing: :mod:`rapier_app.warmup`), ``ovs`` (ovsdb-server and
   ovs-vswitchd answer) and ``ovs-datapath`` (the kernel datapath needs the
@@ -49,20 +52,30 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from .cli_common import add_common_arguments
 
 __all__ = ["Check", "Result", "PINS", "ROLES", "check_agent_socket", "check_controller_import",
-           "check_kernels", "check_ovs", "check_ovs_reconnect", "check_packages", "check_python", "check_tc",
-           "kernel_cache_state", "main", "run_checks", "run_command"]
+           "check_eventlet", "check_kernels", "check_ovs", "check_ovs_reconnect", "check_python",
+           "check_stack", "check_tc", "kernel_cache_state", "main", "read_pins", "run_checks",
+           "run_command", "stack_pins"]
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 #: Roles of ``--role`` and the checks each runs (``all``: every check).
 ROLES = {
-    "controller": ("python", "ryu", "eventlet", "dnspython", "controller-import", "kernels",
+    "controller": ("python", "stack", "eventlet", "controller-import", "kernels",
                    "ovs", "ovs-datapath", "ovs-reconnect"),
     "agent": ("python", "tc-htb", "tc-u32", "agent-socket"),
 }
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: The controller's pins (``requirements-controller.txt``; read from there when this
-#: runs from a checkout, ``tests/test_doctor.py`` keeps this copy equal to it).
-PINS = {"ryu": "==4.34", "eventlet": "==0.33.3", "dnspython": ">=2"}
+#: Each stack's pins on Python 3.11 and from 3.12 (``requirements-<stack>.txt``; read
+#: from there when this runs from a checkout, ``tests/test_doctor.py`` keeps this copy
+#: equal to them).
+PINS = {("os-ken", "3.11"): {"os-ken": "==4.2.2"},
+        ("os-ken", "3.13"): {"os-ken": "==4.2.2"},
+        ("ryu", "3.11"): {"eventlet": "==0.33.3", "dnspython": ">=2"},
+        ("ryu", "3.13"): {"eventlet": "==0.40.3", "dnspython": ">=2"}}
+#: Versions that run, where the pin is one choice among several (eventlet from 3.12:
+#: 0.38 and later import; shared/ENVIRONMENT.md).
+ACCEPT = {("ryu", "3.13"): {"eventlet": ">=0.38"}}
+#: The stacks' own versions (Ryu is built from its 4.34 sdist by scripts/install.sh).
+STACK_VERSIONS = {"os-ken": "==4.2.2", "ryu": "==4.34"}
 OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 
 
@@ -114,38 +127,63 @@ def _first_line(text: str) -> str:
 # -- python and packages ------------------------------------------------------------------
 def check_python(version_info: Tuple[int, ...] = tuple(sys.version_info[:3]),
                  implementation: str = sys.implementation.name) -> Check:
-    """``python``: 3.9 or newer (setup.py); WARN from 3.12 (eventlet 0.33.3, Ryu's pin,
-    is not made for it; what runs here is 3.11)."""
+    """``python``: 3.10 or newer (os-ken's floor; the controller is tested on 3.11 with
+    Ryu or os-ken and on 3.13 with os-ken)."""
     v = ".".join(map(str, version_info[:3]))
     found = f"{implementation} {v} ({sys.executable})"
-    if tuple(version_info[:2]) < (3, 9):
-        return Check("python", FAIL, found, "install Python 3.11 (Debian 12: python3) and "
-                     "re-run scripts/install.sh")
-    if tuple(version_info[:2]) >= (3, 12):
-        return Check("python", WARN, found + ": newer than what Ryu 4.34 and eventlet 0.33.3 "
-                     "were run with", "use Python 3.11 for the controller (the simulator "
-                     "and the agent run on newer ones)")
+    if tuple(version_info[:2]) < (3, 10):
+        return Check("python", FAIL, found, "use Python 3.10 or newer (Debian 12: python3 "
+                     "3.11, Debian 13: 3.13) and re-run scripts/install.sh")
     return Check("python", OK, found)
 
 
-def read_pins(path: str = os.path.join(_REPO, "requirements-controller.txt")
-              ) -> Dict[str, str]:
-    """``{distribution: specifier}`` from a requirements file (``name==X`` or
-    ``name>=X`` lines; comments ignored), or :data:`PINS` when it cannot be read."""
+def _pyband(version_info: Tuple[int, ...]) -> str:
+    """The pin band of a Python version: ``"3.11"`` (before 3.12) or ``"3.13"``."""
+    return "3.11" if tuple(version_info[:2]) < (3, 12) else "3.13"
+
+
+def read_pins(path: str, python: str = "3.11") -> Dict[str, str]:
+    """``{distribution: specifier}`` from a requirements file for Python ``python``
+    (``name==X``/``name>=X`` lines; a ``; python_version ...`` marker evaluated;
+    comments ignored); ``{}`` when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.read().splitlines()
     except OSError:
-        return dict(PINS)
+        return {}
     pins = {}
     for ln in lines:
         ln = ln.split("#", 1)[0].strip()
+        req, _, marker = ln.partition(";")
+        if marker.strip():
+            from packaging.markers import Marker
+
+            if not Marker(marker.strip()).evaluate({"python_version": python}):
+                continue
         for op in ("==", ">="):
-            if op in ln:
-                name, ver = ln.split(op, 1)
-                pins[name.strip().lower()] = op + ver.strip()
+            if op in req:
+                name, ver = req.split(op, 1)
+                pins[name.strip().lower()] = op + ver.split(",")[0].strip()
                 break
-    return pins or dict(PINS)
+    return pins
+
+
+def stack_pins(stack: str, version_info: Tuple[int, ...] = tuple(sys.version_info[:3])
+               ) -> Dict[str, str]:
+    """What ``stack`` needs on this Python: ``{distribution: specifier}`` from its
+    requirements file in this checkout (:data:`PINS` when absent), with the versions
+    that run (:data:`ACCEPT`) in place of a pin that is one choice among several."""
+    band = _pyband(version_info)
+    pins = read_pins(os.path.join(_REPO, f"requirements-{stack}.txt"), band) \
+        or dict(PINS[(stack, band)])
+    pins.pop("setuptools", None)
+    pins.update(ACCEPT.get((stack, band), {}))
+    return pins
+
+
+def _satisfies(got: str, spec: str) -> bool:
+    op, want = spec[:2], spec[2:]
+    return _vtuple(got) == _vtuple(want) if op == "==" else _vtuple(got) >= _vtuple(want)
 
 
 def _vtuple(v: str) -> Tuple[int, ...]:
@@ -167,56 +205,105 @@ def _dist_version(name: str) -> Optional[str]:
         return None
 
 
-def check_packages(version: Callable[[str], Optional[str]] = _dist_version,
-                   pins: Optional[Dict[str, str]] = None) -> List[Check]:
-    """``ryu``, ``eventlet``, ``dnspython``: installed at the version pinned in
-    ``requirements-controller.txt`` (:func:`read_pins`).
+def check_stack(version: Callable[[str], Optional[str]] = _dist_version,
+                environ: Optional[Dict[str, str]] = None) -> Check:
+    """``stack``: the OpenFlow stack the controller will run on (chosen as
+    :func:`rapier_app.controller.stackchoice.choose` does, from what is installed and
+    ``RAPIER_OF_STACK``), at its pinned version, and its thread model.
 
     Args:
-        version: distribution name -> installed version or None (default
-            ``importlib.metadata``).
-        pins: ``{name: "==X" or ">=X"}`` (default :func:`read_pins`).
+        version: distribution name -> installed version or None.
+        environ: the environment (default ``os.environ``).
     """
-    pins = pins if pins is not None else read_pins()
-    why = {"ryu": "the controller is a Ryu 4.34 app",
-           "eventlet": "other eventlet versions fail with Ryu 4.34 on Python 3.11 "
-                       "(0.30: TypeError at import; newer: no eventlet.wsgi.ALREADY_HANDLED)",
-           "dnspython": "dnspython 1.16 (Ryu's own pin) fails on Python 3.11"}
-    out = []
-    for name in ("ryu", "eventlet", "dnspython"):
-        spec = pins.get(name, PINS[name])
-        op, want = spec[:2], spec[2:]
-        got = version(name)
-        fix = (f"bash scripts/install.sh (it installs requirements-controller.txt), or "
-               f"pip install '{name}{spec}'; {why[name]}")
-        if got is None:
-            out.append(Check(name, FAIL, f"{name} is not installed (want {spec})", fix))
-        elif (op == "==" and _vtuple(got) != _vtuple(want)) or \
-                (op == ">=" and _vtuple(got) < _vtuple(want)):
-            out.append(Check(name, FAIL, f"{name} {got} installed, want {spec}", fix))
-        else:
-            out.append(Check(name, OK, f"{name} {got} (want {spec})"))
-    return out
+    from .controller.stackchoice import DISTRIBUTIONS, STACKS, StackUnavailable, choose
+
+    environ = os.environ if environ is None else environ
+    dist_of = {pkg: DISTRIBUTIONS[name] for name, pkg in STACKS.items()}
+    fix = "bash scripts/install.sh (RAPIER_OF_STACK=os-ken, the default, or ryu)"
+    try:
+        name = choose(environ, {}, lambda pkg: version(dist_of[pkg]) is not None)
+    except StackUnavailable as exc:
+        return Check("stack", FAIL, str(exc), fix)
+    got, spec = version(DISTRIBUTIONS[name]), STACK_VERSIONS[name]
+    model = _thread_model(name, environ)
+    if not _satisfies(got, spec):
+        return Check("stack", FAIL, f"{name} {got} installed, want {spec}", fix)
+    both = all(version(d) is not None for d in DISTRIBUTIONS.values())
+    note = "; Ryu and os-ken both installed (RAPIER_OF_STACK picks)" if both else ""
+    return Check("stack", OK, f"{name} {got} ({model}){note}")
+
+
+def _thread_model(name: str, environ: Dict[str, str]) -> str:
+    if name == "ryu":
+        return "eventlet"
+    return "eventlet" if environ.get("OSKEN_HUB_TYPE", "native") == "eventlet" \
+        else "native threads"
+
+
+def check_eventlet(version: Callable[[str], Optional[str]] = _dist_version,
+                   version_info: Tuple[int, ...] = tuple(sys.version_info[:3]),
+                   environ: Optional[Dict[str, str]] = None) -> Check:
+    """``eventlet``: where the stack runs on eventlet (Ryu; os-ken with
+    ``OSKEN_HUB_TYPE=eventlet``), the eventlet and dnspython versions that run with it
+    on this Python (:func:`stack_pins`); not used on os-ken's native threads.
+
+    Args:
+        version: distribution name -> installed version or None.
+        version_info: the Python version.
+        environ: the environment (default ``os.environ``).
+    """
+    from .controller.stackchoice import DISTRIBUTIONS, STACKS, StackUnavailable, choose
+
+    environ = os.environ if environ is None else environ
+    dist_of = {pkg: DISTRIBUTIONS[name] for name, pkg in STACKS.items()}
+    try:
+        name = choose(environ, {}, lambda pkg: version(dist_of[pkg]) is not None)
+    except StackUnavailable:
+        return Check("eventlet", WARN, "no stack installed (see the stack check)",
+                     "bash scripts/install.sh")
+    if _thread_model(name, environ) != "eventlet":
+        return Check("eventlet", OK, f"not used ({name} on native threads)")
+    pins = stack_pins(name, version_info) if name == "ryu" else {"eventlet": ">=0.38"
+                                                                  if _pyband(version_info) == "3.13"
+                                                                  else ">=0.33"}
+    found, bad = [], []
+    for dist in ("eventlet", "dnspython"):
+        spec = pins.get(dist)
+        if spec is None:
+            continue
+        got = version(dist)
+        found.append(f"{dist} {got or 'missing'} (want {spec})")
+        if got is None or not _satisfies(got, spec):
+            bad.append(f"pip install '{dist}{spec}'")
+    py = ".".join(map(str, version_info[:2]))
+    if bad:
+        return Check("eventlet", FAIL, f"{', '.join(found)} on Python {py}",
+                     f"bash scripts/install.sh, or {'; '.join(bad)}: other eventlet versions "
+                     f"fail with Ryu 4.34 here (0.30: TypeError at import; 0.33 on 3.12+: "
+                     f"no distutils; 0.34-0.37 on 3.13: start_joinable_thread)")
+    return Check("eventlet", OK, f"{', '.join(found)} on Python {py}")
 
 
 def check_controller_import(run: Callable[..., Result] = run_command,
                             python: str = sys.executable) -> Check:
     """``controller-import``: a fresh interpreter imports ``rapier_app.controller`` and
-    finds the Ryu app (``RapierController``) in it."""
-    code = ("import rapier_app.controller as c; "
-            "assert hasattr(c, 'RapierController'), 'ryu is not importable'; "
-            "print(c.RapierController.__module__)")
+    finds the app (``RapierController``) on its stack; says the stack, its thread
+    model, and whether eventlet got imported."""
+    code = ("import sys, rapier_app.controller as c; "
+            "assert hasattr(c, 'RapierController'), 'no OpenFlow stack is importable'; "
+            "print(c.RapierController.__module__, '|', c.stack.describe(), '|', "
+            "'eventlet imported' if 'eventlet' in sys.modules else 'eventlet not imported')")
     env_path = os.environ.get("PYTHONPATH", "")
     res = run([python, "-c", code], None, 120.0)  # cold: about 3 s (Ryu, ortools, numba)
     if res.rc == 0:
+        mod, _, rest = _first_line(res.out).partition(" | ")
         return Check("controller-import", OK, f"a fresh {os.path.basename(python)} imports "
-                     f"the Ryu app {_first_line(res.out)}.RapierController")
+                     f"{mod}.RapierController ({rest.replace(' | ', '; ')})")
     err = [ln for ln in res.err.splitlines() if ln.strip()]
     return Check("controller-import", FAIL, f"import rapier_app.controller failed: "
                  f"{err[-1].strip() if err else 'exit ' + str(res.rc)}"
                  + (f" (PYTHONPATH={env_path})" if env_path else ""),
-                 "bash scripts/install.sh (installs Ryu with its pins and the "
-                 "eventlet.wsgi.ALREADY_HANDLED shim)")
+                 "bash scripts/install.sh (installs the stack, os-ken or Ryu, with its pins)")
 
 
 # -- compiled kernels -------------------------------------------------------------------------
@@ -527,9 +614,10 @@ def run_checks(role: str = "all", agent_listen: Optional[str] = None,
 
     if want("python"):
         out["python"] = check_python()
-    if want("ryu", "eventlet", "dnspython"):
-        for c in check_packages():
-            out[c.name] = c
+    if want("stack"):
+        out["stack"] = check_stack()
+    if want("eventlet"):
+        out["eventlet"] = check_eventlet()
     if want("controller-import"):
         out["controller-import"] = check_controller_import(run)
     if want("kernels"):

@@ -113,8 +113,8 @@ def main(argv=None) -> int:
         fh.write(f"[rapier]\ntopology = {args.topology}\nscheduler = {args.scheduler}\n"
                  f"agent_url =\nlink_bps = {args.bw_mbps * 1e6}\n")
     log = open(os.path.join(args.logdir, "smoke-ryu.log"), "w")
-    ryu = subprocess.Popen([os.path.join(REPO, ".venv", "bin", "ryu-manager"),
-                            "rapier_app.controller", "--observe-links", "--config-file", conf,
+    ryu = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "rapier-controller"),
+                            "--observe-links", "--config-file", conf,
                             "--ofp-tcp-listen-port", str(args.of_port),
                             "--wsapi-port", str(args.rest_port)],
                            stdout=log, stderr=subprocess.STDOUT, cwd=REPO)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Set up a fresh Debian 12 machine (as root) for the RAPIER controller, the host
-# agent and the Mininet emulation.  Idempotent: a second run skips what is done
+# Set up a fresh Debian 12 or 13 machine (as root) for the RAPIER controller, the
+# host agent and the Mininet emulation.  Idempotent: a second run skips what is done
 # and takes a few seconds.
 #
-#   bash scripts/install.sh            # from anywhere; acts on this repository
+#   bash scripts/install.sh                              # os-ken, the system python3
+#   RAPIER_OF_STACK=ryu bash scripts/install.sh          # Ryu 4.34 instead
+#   RAPIER_PYTHON=python3.13 bash scripts/install.sh     # another interpreter
 #
 # What it does:
 #   1. apt: mininet, openvswitch-switch, iperf3, ethtool, iputils-ping, iproute2,
@@ -11,34 +13,48 @@
 #      chromium-driver (skipped when all are installed already); the prometheus
 #      package's system service is stopped and disabled (the tests start their own
 #      server on a free port);
-#   2. a venv at <repo>/.venv made with the machine's python3;
+#   2. a venv (RAPIER_VENV, default <repo>/.venv) made with RAPIER_PYTHON (default
+#      the system python3); a venv made with another Python version is remade;
 #   3. pip install -e .[test] and the client (pip install -e ./client: package
-#      rapier_client, standard library only), then Ryu 4.34 and the pins that make it run on
-#      Python 3.11 (requirements-controller.txt): Ryu's setup does not build with
-#      setuptools >= 58, so its build runs with PIP_CONSTRAINT=setuptools<58;
-#      eventlet 0.33.3 + dnspython>=2 (shared/ENVIRONMENT.md);
-#   4. the eventlet.wsgi.ALREADY_HANDLED shim: rapier_app/controller/compat.py is
-#      copied to the venv's site-packages with a .pth line that installs its import
-#      hook, so the unmodified `ryu-manager` command works;
-#   5. /usr/local/bin/ryu-manager -> <repo>/.venv/bin/ryu-manager, so that
-#      `ryu-manager rapier_app.controller` runs from any shell;
-#   6. a smoke check: the controller module imports and ryu-manager starts;
-#   7. the numba kernels compiled into their on-disk cache (python -m rapier_app.warmup);
-#   8. the checkout's modules byte-compiled (python -m compileall): a controller that
+#      rapier_client, standard library only), then the OpenFlow stack
+#      (RAPIER_OF_STACK):
+#        os-ken (default): os-ken 4.2.2 from PyPI (requirements-os-ken.txt), native
+#          threads, no eventlet in the controller's process;
+#        ryu: Ryu 4.34 built from its sdist (sha256 pinned below) with two
+#          one-line fixes for today's setuptools and eventlet (see build_ryu), then
+#          requirements-ryu.txt (eventlet 0.33.3 on Python 3.11, 0.40.3 from 3.12);
+#      the other stack is uninstalled from the venv, so the venv has one;
+#   4. with RAPIER_LINK_BIN=1 (off by default), /usr/local/bin/<tool> links to this
+#      venv's rapier-* commands; a link that points into another checkout is left
+#      alone (say RAPIER_LINK_BIN=force to re-point it);
+#   5. a smoke check: the controller module imports and rapier-controller starts;
+#   6. the numba kernels compiled into their on-disk cache (python -m rapier_app.warmup);
+#   7. the checkout's modules byte-compiled (python -m compileall): a controller that
 #      cannot write __pycache__ would compile them at every start.
-# Environment: RAPIER_SKIP_APT=1 skips step 1; RAPIER_FORCE_PIP=1 redoes step 3;
-# RAPIER_LINK_BIN=0 skips step 5 (e.g. for a second checkout on the same machine).
+# Environment: RAPIER_SKIP_APT=1 skips step 1; RAPIER_FORCE_PIP=1 redoes step 3.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$REPO/.venv"
+VENV="${RAPIER_VENV:-$REPO/.venv}"
 PY="$VENV/bin/python"
 PIP=("$PY" -m pip --disable-pip-version-check)
+PYTHON="${RAPIER_PYTHON:-python3}"
+STACK="$(printf '%s' "${RAPIER_OF_STACK:-os-ken}" | tr 'A-Z_' 'a-z-')"
+[[ "$STACK" == "osken" ]] && STACK=os-ken
 log() { printf '[install] %s\n' "$*"; }
+die() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
+case "$STACK" in
+    os-ken|ryu) ;;
+    *) die "RAPIER_OF_STACK: '$STACK' is not a stack (os-ken or ryu)" ;;
+esac
 t_start=$(date +%s)
 
+# Ryu 4.34, its last release (2020): the sdist and its sha256 (PyPI).
+RYU_SDIST_URL="${RAPIER_RYU_SDIST_URL:-https://files.pythonhosted.org/packages/25/30/1c1972b3f9bf52de32d2fdf7c5206ff7099e739bf69b6004f4a71bcbde18/ryu-4.34.tar.gz}"
+RYU_SDIST_SHA256=a31041eb53aee0c36ca428645ad2607163ca5e1390f5a3d6ef2025b7829ce93e
+
 # -- 1. Debian packages -------------------------------------------------------------
-APT_PKGS=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv
+APT_PKGS=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv curl ca-certificates
           python3-pip procps psmisc prometheus chromium chromium-driver)
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -73,58 +89,119 @@ if [[ $EUID -eq 0 ]] && dpkg-query -W -f='${Status}' prometheus 2>/dev/null \
 fi
 
 # -- 2. venv ----------------------------------------------------------------------------
+command -v "$PYTHON" >/dev/null || die "RAPIER_PYTHON: $PYTHON not found"
+want_ver="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+if [[ -x "$PY" ]]; then
+    have_ver="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo none)"
+    if [[ "$have_ver" != "$want_ver" ]]; then
+        log "venv: $VENV has Python $have_ver, $PYTHON is $want_ver: remaking it"
+        rm -rf "$VENV"
+    fi
+fi
 if [[ ! -x "$PY" ]]; then
-    log "venv: creating $VENV with $(command -v python3) ($(python3 --version))"
-    python3 -m venv "$VENV"
+    log "venv: creating $VENV with $(command -v "$PYTHON") ($("$PYTHON" --version))"
+    "$PYTHON" -m venv "$VENV"
 else
     log "venv: $VENV exists ($("$PY" --version))"
 fi
 
 # -- 3. Python packages -------------------------------------------------------------------
+# build_ryu: Ryu 4.34's sdist, checked against its sha256, with two one-line fixes:
+#   ryu/hooks.py   easy_install.get_script_args is gone from setuptools >= 58 (the
+#                  build fails); Ryu's hook only saves it: getattr(..., None);
+#   ryu/app/wsgi.py  eventlet.wsgi.ALREADY_HANDLED is gone from eventlet >= 0.30.3
+#                  (ryu-manager fails at import); Ryu only returns it from its
+#                  WebSocket handler: any sentinel object;
+#   then built and installed by pip with today's setuptools.  The sdist is cached in
+#   $VENV/.cache.
+build_ryu() {
+    local cache="$VENV/.cache" tgz work
+    tgz="$cache/ryu-4.34.tar.gz"
+    mkdir -p "$cache"
+    if [[ ! -f "$tgz" ]] || ! echo "$RYU_SDIST_SHA256  $tgz" | sha256sum -c --status; then
+        log "ryu: downloading $RYU_SDIST_URL"
+        curl -fsSL --retry 3 -o "$tgz.part" "$RYU_SDIST_URL" || die "ryu: download failed"
+        mv "$tgz.part" "$tgz"
+    fi
+    echo "$RYU_SDIST_SHA256  $tgz" | sha256sum -c --status \
+        || die "ryu: $tgz does not have the pinned sha256 $RYU_SDIST_SHA256"
+    work="$(mktemp -d)"
+    tar -xzf "$tgz" -C "$work"
+    local src="$work/ryu-4.34"
+    sed -i 's/= easy_install\.get_script_args$/= getattr(easy_install, "get_script_args", None)/' \
+        "$src/ryu/hooks.py"
+    sed -i 's/^    from eventlet\.wsgi import ALREADY_HANDLED$/    ALREADY_HANDLED = getattr(__import__("eventlet.wsgi").wsgi, "ALREADY_HANDLED", object())/' \
+        "$src/ryu/app/wsgi.py"
+    grep -q 'getattr(easy_install, "get_script_args", None)' "$src/ryu/hooks.py" \
+        && grep -q 'getattr(__import__("eventlet.wsgi").wsgi' "$src/ryu/app/wsgi.py" \
+        || die "ryu: the sdist's fixes did not apply"
+    log "ryu: building 4.34 from its sdist (sha256 checked, fixes applied)"
+    "${PIP[@]}" install -q "$src"
+    rm -rf "$work"
+}
+
 STAMP="$VENV/.rapier-install-stamp"
-want_stamp="$(cat "$REPO/setup.py" "$REPO/client/pyproject.toml" "$REPO/requirements-controller.txt" "$REPO/scripts/install.sh" \
+want_stamp="$( (cat "$REPO/setup.py" "$REPO/client/pyproject.toml" "$REPO/requirements-ryu.txt" \
+    "$REPO/requirements-os-ken.txt" "$REPO/scripts/install.sh"; echo "$STACK $want_ver") \
     | sha256sum | cut -d' ' -f1)"
+stack_mod=os_ken; other=ryu
+[[ "$STACK" == "ryu" ]] && { stack_mod=ryu; other=os-ken; }
 if [[ "${RAPIER_FORCE_PIP:-0}" != "1" && -f "$STAMP" && "$(cat "$STAMP")" == "$want_stamp" ]] \
-        && "$PY" -c "import ryu, eventlet, rapier_app, rapier_client, topologies, pytest, selenium" 2>/dev/null; then
-    log "pip: up to date"
+        && "$PY" -c "import $stack_mod, rapier_app, rapier_client, topologies, pytest, selenium" 2>/dev/null; then
+    log "pip: up to date ($STACK)"
 else
     log "pip: installing the project (editable, with test extras)"
+    "${PIP[@]}" install -q --upgrade pip setuptools wheel
     "${PIP[@]}" install -q -e "$REPO[test]"
     log "pip: installing the client (rapier_client, from ./client)"
     "${PIP[@]}" install -q -e "$REPO/client"
-    log "pip: installing ryu 4.34 (built with setuptools<58)"
-    constraint="$(mktemp)"
-    echo 'setuptools<58' > "$constraint"
-    PIP_CONSTRAINT="$constraint" "${PIP[@]}" install -q "ryu==4.34"
-    rm -f "$constraint"
-    log "pip: installing the controller's pins (eventlet 0.33.3, dnspython>=2)"
-    "${PIP[@]}" install -q -r "$REPO/requirements-controller.txt"
+    if "${PIP[@]}" show -q "$other" >/dev/null 2>&1; then
+        log "pip: removing $other (the venv has one stack)"
+        "${PIP[@]}" uninstall -q -y "$other"
+    fi
+    if [[ "$STACK" == "ryu" ]]; then
+        build_ryu
+        log "pip: Ryu's pins (requirements-ryu.txt)"
+        "${PIP[@]}" install -q -r "$REPO/requirements-ryu.txt"
+    else
+        log "pip: os-ken (requirements-os-ken.txt)"
+        "${PIP[@]}" install -q -r "$REPO/requirements-os-ken.txt"
+    fi
     echo "$want_stamp" > "$STAMP"
 fi
-
-# -- 4. eventlet.wsgi.ALREADY_HANDLED shim for ryu-manager -------------------------------
+# an earlier install's eventlet shim (this script no longer copies it)
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-cp "$REPO/rapier_app/controller/compat.py" "$SITE/rapier_ryu_compat.py"
-echo "import rapier_ryu_compat; rapier_ryu_compat.install_import_hook()" \
-    > "$SITE/rapier_ryu_compat.pth"
-log "shim: $SITE/rapier_ryu_compat.pth"
+rm -f "$SITE/rapier_ryu_compat.pth" "$SITE/rapier_ryu_compat.py"
 
-# -- 5. ryu-manager on PATH ------------------------------------------------------------
-if [[ $EUID -eq 0 && "${RAPIER_LINK_BIN:-1}" == "1" ]]; then
-    link=/usr/local/bin/ryu-manager
-    if [[ ! -e "$link" || -L "$link" ]]; then
-        ln -sfn "$VENV/bin/ryu-manager" "$link"
-        log "path: $link -> $VENV/bin/ryu-manager"
-    else
-        log "path: $link exists and is not a symlink; left alone (use $VENV/bin/ryu-manager)"
-    fi
+# -- 4. the tools on PATH (opt-in) -------------------------------------------------------
+TOOLS=(rapier-controller rapier-agent rapier-sim rapier-check rapier-emulate rapier-bench
+       rapier-experiment rapier-topology rapier-config rapier-doctor)
+if [[ "${RAPIER_LINK_BIN:-0}" != "0" ]]; then
+    for tool in "${TOOLS[@]}"; do
+        link=/usr/local/bin/$tool
+        if [[ -e "$link" && ! -L "$link" ]]; then
+            log "path: $link exists and is not a symlink; left alone"
+        elif [[ -L "$link" && "$(readlink "$link")" != "$VENV/bin/$tool" \
+                && "${RAPIER_LINK_BIN}" != "force" ]]; then
+            log "path: $link -> $(readlink "$link") (another checkout); left alone" \
+                "(RAPIER_LINK_BIN=force re-points it)"
+        else
+            ln -sfn "$VENV/bin/$tool" "$link"
+        fi
+    done
+    log "path: /usr/local/bin/rapier-* -> $VENV/bin"
 fi
 
-# -- 6. smoke check -------------------------------------------------------------------------
+# -- 5. smoke check -------------------------------------------------------------------------
 "$PY" -c "import rapier_app.controller as c; assert hasattr(c, 'RapierController')"
-ver="$("$VENV/bin/ryu-manager" --version 2>&1)" || {
-    echo "install.sh: ryu-manager does not start: $ver" >&2; exit 1; }
+ver="$("$VENV/bin/rapier-controller" --version 2>&1)" || {
+    echo "install.sh: rapier-controller does not start: $ver" >&2; exit 1; }
 log "controller: ok ($ver)"
+if [[ "$STACK" == "ryu" ]]; then
+    ver="$("$VENV/bin/ryu-manager" --version 2>&1)" || {
+        echo "install.sh: ryu-manager does not start: $ver" >&2; exit 1; }
+    log "ryu-manager: ok ($ver)"
+fi
 
 # -- agent / emulation section (owned by the agent/Mininet engineer; append below) ------
 # Mininet's Python library for the venv (Debian's package installs it only for

@@ -31,7 +31,8 @@ def _entry_points():
     from rapier_app.experiments import cli as exp_cli
     from rapier_app import config_cli, doctor, topology_cli
     from rapier_app.sim import check_cli
-    return {"rapier-sim": cli.main, "rapier-experiment": exp_cli.main,
+    from rapier_app.controller import launcher
+    return {"rapier-controller": launcher.main,"rapier-sim": cli.main, "rapier-experiment": exp_cli.main,
             "rapier-bench": bench.main, "rapier-emulate": emulate.main,
             "rapier-agent": agent.main, "rapier-check": check_cli.main,
             "rapier-topology": topology_cli.main, "rapier-config": config_cli.main,
@@ -48,7 +49,8 @@ def test_every_console_script_is_covered():
     assert ours and ours <= set(_entry_points())
 
 
-@pytest.mark.parametrize("prog", ["rapier-sim", "rapier-experiment", "rapier-bench",
+@pytest.mark.parametrize("prog", ["rapier-controller", "rapier-sim", "rapier-experiment",
+                                  "rapier-bench",
                                   "rapier-emulate", "rapier-agent", "rapier-check",
                                   "rapier-topology", "rapier-config", "rapier-doctor"])
 def test_every_console_script_answers_version(prog, capsys):

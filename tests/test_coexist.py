@@ -13,8 +13,7 @@ from rapier_app.controller.coexist import BACKGROUND, is_small, port_links
 from rapier_app.controller.core import make_core
 from rapier_app.controller.settings import Settings, SettingsError
 
-from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+from rapier_app.controller.stack import ofproto_v1_3, ofproto_v1_3_parser
 from test_controller_fakes import FakeDatapath
 
 MBIT = 125_000  # bytes
@@ -197,8 +196,7 @@ def test_default_threshold_schedules_everything():
 
 # -- the Ryu shell ----------------------------------------------------------------------
 def test_app_polls_port_stats_and_feeds_the_broker():
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="rapier", topology="bigswitch:3", link_bps=10e6, agent_url="",
         state_db="off", broker=True, broker_period_s=1.0))
     dp = FakeDatapath(app.core.topology.graph.nodes["s1"]["dpid"])
@@ -227,5 +225,5 @@ def test_app_polls_port_stats_and_feeds_the_broker():
     app.poll_once()
     assert app.core.broker_feed.broker.prediction_bps.tolist() == [4e6] * n
     req = Request.blank("/rapier/v1/schedule", method="GET")
-    view = json.loads(req.get_response(wsgi).body)["broker"]
+    view = json.loads(req.get_response(app.wsgi).body)["broker"]
     assert view["links"][0]["in_force_bps"] == 6e6 and view["observed_at_s"] == 11.0

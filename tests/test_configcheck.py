@@ -284,13 +284,13 @@ def test_nothing_is_written(files, capsys):
     ("topology = leafspine:2,2,2\nrest_host = 0.0.0.0\n", "rest_token"),
 ], ids=["bad-number", "topology-file-does-not-parse", "rest-off-loopback-without-token"])
 def test_checker_and_controller_refuse_with_the_same_message(files, body, option):
-    from mininet_tests.ryuproc import free_port
+    from mininet_tests.ryuproc import controller_command, free_port
     from rapier_app.controller.configcheck import check_config
 
     f = write(files, body)
-    res = subprocess.run([os.path.join(REPO, ".venv", "bin", "ryu-manager"), "--config-file",
+    res = subprocess.run(controller_command("--config-file",
                           str(f), "--wsapi-port", str(free_port()), "--ofp-tcp-listen-port",
-                          str(free_port()), "rapier_app.controller"], cwd=files,
+                          str(free_port())), cwd=files,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
     out = res.stdout.decode(errors="replace")
     assert res.returncode == 2, out[-2000:]

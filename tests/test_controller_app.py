@@ -24,8 +24,7 @@ from rapier_app.controller.pushes import AgentPush
 from rapier_app.controller.rules import (COOKIE_TAG, COOKIE_TAG_MASK, FlowRule, GroupRule,
                                          cookie_for)
 from rapier_app.controller.settings import Settings
-from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+from rapier_app.controller.stack import ofproto_v1_3, ofproto_v1_3_parser
 from test_controller_fakes import FakeDatapath
 
 MB = 1 << 20
@@ -37,10 +36,8 @@ def flow(src="h1", dst="h5", size=50 * MB, port=5001):
 
 @pytest.fixture
 def app():
-    wsgi = WSGIApplication()
-    a = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    a = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="rapier", topology="leafspine:3,3,3", agent_url=""))
-    a.wsgi = wsgi
     return a
 
 
@@ -67,7 +64,7 @@ def connect_all(app):
 # Loading as ryu-manager does
 # ---------------------------------------------------------------------------
 def test_ryu_manager_finds_the_app_in_the_package():
-    from ryu.base.app_manager import AppManager, RyuApp
+    from rapier_app.controller.stack import AppManager, BaseApp as RyuApp
 
     cls = AppManager().load_app("rapier_app.controller")
     assert cls is controller_pkg.RapierController and issubclass(cls, RyuApp)
@@ -406,10 +403,9 @@ def test_agent_client_unreachable_and_bad_url():
 
 
 def test_pusher_sends_latest_set_and_marks_failures(unix_agent):
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="rapier", agent_url=unix_agent.replace("h1.sock", "{host}.sock")))
-    call_app = SimpleNamespace(wsgi=wsgi)
+    call_app = app
     st, _ = call(call_app, "POST", "/rapier/v1/coflows",
                  {"flows": [flow(), flow("h2", "h6", 10, 7)]})
     assert st == 201
@@ -425,9 +421,8 @@ def test_pusher_sends_latest_set_and_marks_failures(unix_agent):
 def test_pusher_pushes_the_hosts_of_one_round_concurrently(monkeypatch):
     # a decision's limits reach all its hosts in about one agent round trip: the
     # pushes of one round are in flight together, and each ack is recorded
-    from ryu.lib import hub
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    from rapier_app.controller.stack import hub
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="rapier", agent_url="unix:/tmp/never/{host}.sock"))
     inflight, peak, sent = [0], [0], []
 
@@ -440,7 +435,7 @@ def test_pusher_pushes_the_hosts_of_one_round_concurrently(monkeypatch):
         return {"commands": 1}
 
     monkeypatch.setattr(agent_client, "put_flows", fake_put)
-    st, obj = call(SimpleNamespace(wsgi=wsgi), "POST", "/rapier/v1/coflows",
+    st, obj = call(app, "POST", "/rapier/v1/coflows",
                    {"flows": [flow(), flow("h2", "h6", 10, 7), flow("h3", "h5", 10, 8)]})
     assert st == 201 and sorted(app._pending) == ["h1", "h2", "h3"]
     assert app.core.coflow_view(obj["id"])["rates"] == "pending"

@@ -19,9 +19,8 @@ from rapier_app.controller import ofmsgs
 from rapier_app.controller.rules import FlowRule
 from rapier_app.controller.settings import Settings
 from rapier_app.controller.ledger import RuleLedger
-from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3 as ofp
-from ryu.ofproto import ofproto_v1_3_parser as parser
+from rapier_app.controller.stack import ofproto_v1_3 as ofp
+from rapier_app.controller.stack import ofproto_v1_3_parser as parser
 
 MB = 1 << 20
 
@@ -112,7 +111,7 @@ def _view(rule: FlowRule):
 def make_app(**kw):
     opts = dict(scheduler="rapier", topology="leafspine:3,3,3", agent_url="", state_db="")
     opts.update(kw)
-    return controller_pkg.RapierController(wsgi=WSGIApplication(),
+    return controller_pkg.RapierController(
                                            rapier_settings=Settings(**opts))
 
 

@@ -20,7 +20,6 @@ from rapier_app.controller.rules import cookie_for
 from rapier_app.controller.settings import Settings, SettingsError
 from rapier_app.httpjson import RequestError
 from rapier_app.controller.store import SCHEMA_VERSION, CoflowRecord, FlowRecord, Store, StoreError
-from ryu.app.wsgi import WSGIApplication
 
 MB = 1 << 20
 HDR = 66
@@ -33,9 +32,7 @@ def flow(src="h1", dst="h5", size=50 * MB, port=5001):
 def build(db, **kw):
     opts = dict(scheduler="rapier", topology="leafspine:3,3,3", agent_url="", state_db=db)
     opts.update(kw)
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(**opts))
-    app.wsgi = wsgi
+    app = controller_pkg.RapierController(rapier_settings=Settings(**opts))
     return app
 
 

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rapier_app.controller.rules import FlowRule, GroupRule
 from rapier_app.core.model import Allocation, Schedule
-from ryu.ofproto import ofproto_v1_3, ofproto_v1_3_parser
+from rapier_app.controller.stack import ofproto_v1_3, ofproto_v1_3_parser
 
 
 class FakeFabric:

@@ -72,17 +72,14 @@ def test_without_stats_completion_only_the_report_finishes_a_flow():
     below the size; the receiver's report closes the flow."""
     from types import SimpleNamespace
 
-    from ryu.app.wsgi import WSGIApplication
 
     import rapier_app.controller as controller_pkg
     from rapier_app.controller.rules import cookie_for
     from rapier_app.controller.settings import Settings
 
-    wsgi = WSGIApplication()
-    a = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    a = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="rapier", topology="leafspine:3,3,3", agent_url="",
         stats_completion=False))
-    a.wsgi = wsgi
     dps = connect_all(a)
     size = 1448 * 100
     assert call(a, "POST", "/rapier/v1/coflows", {"id": "a", "flows": [flow(size=size)]})[0] == 201

@@ -4,9 +4,9 @@ every consumer reads equals what Ryu's own parser gives, and reading the counter
 
 import struct
 
-from ryu.ofproto import ofproto_parser
-from ryu.ofproto import ofproto_v1_3 as ofp
-from ryu.ofproto import ofproto_v1_3_parser as p
+from rapier_app.controller.stack import ofproto_parser
+from rapier_app.controller.stack import ofproto_v1_3 as ofp
+from rapier_app.controller.stack import ofproto_v1_3_parser as p
 
 from rapier_app.controller import flowstats
 from rapier_app.controller.reconcile import entry_from_stats

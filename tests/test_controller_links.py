@@ -11,7 +11,7 @@ import pytest
 
 from rapier_app.controller import links
 from rapier_app.core.model import Allocation, Schedule
-from ryu.ofproto import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
+from rapier_app.controller.stack import ofproto_v1_3 as ofp, ofproto_v1_3_parser as parser
 from topologies import build_topology
 
 from test_controller_app import app, call, connect_all, flow  # noqa: F401  (fixture)

@@ -18,8 +18,7 @@ from rapier_app.controller.matches import Match, MatchIndex, keys_overlapping, o
 from rapier_app.controller.reconcile import diff_table, entry_from_stats
 from rapier_app.controller.settings import Settings
 from rapier_app.core.estimate import FLOOR_BYTES
-from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3_parser as parser
+from rapier_app.controller.stack import ofproto_v1_3_parser as parser
 from test_controller_fakes import FakeDatapath
 
 MB = 1 << 20
@@ -31,9 +30,7 @@ def build(db=":memory:", **kw):
     opts = dict(scheduler="rapier", topology="leafspine:3,3,3",
                 agent_url="unix:/nonexistent/{host}.sock", state_db=db)
     opts.update(kw)
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(**opts))
-    app.wsgi = wsgi
+    app = controller_pkg.RapierController(rapier_settings=Settings(**opts))
     return app
 
 

@@ -19,7 +19,6 @@ import rapier_app.controller as controller_pkg
 from rapier_app.controller import validation
 from rapier_app.controller.jsonslices import LONG, dumps_sliced
 from rapier_app.controller.settings import Settings
-from ryu.app.wsgi import WSGIApplication
 
 MB = 1 << 20
 N = 1000
@@ -49,12 +48,11 @@ def green_app(tmp_path):
     """The app as under ryu-manager (green lock, pauses on, every pause a yield), with
     its decision worker marked running (admission in the POST) but no worker
     green thread: nothing is decided."""
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="baseline", topology="fattree:4", agent_url="",
         state_db=str(tmp_path / "db.sqlite3")))
-    app.wsgi = wsgi
     app._lock = green_threading.RLock()
+    app.green = True  # the green-thread model, whatever the stack in use
     app._start_loop()
     app.worker.running = True
     app.SLICE_S = 0.0

@@ -5,7 +5,7 @@ batch.  Seen on Mininet (benchmarks/controller_burst_emulated.py --flows 4: 13 r
 "wrong" repaired in one of three runs, the switches equal to the view after)."""
 
 
-from ryu.ofproto import ofproto_v1_3_parser as parser
+from rapier_app.controller.stack import ofproto_v1_3_parser as parser
 
 from rapier_app.controller import ofmsgs
 

@@ -17,7 +17,7 @@ import pytest
 
 from rapier_app.controller.rules import cookie_for
 from test_controller_barrier import FakeSwitch, flow, make_app
-from ryu.ofproto import ofproto_v1_3_parser as parser
+from rapier_app.controller.stack import ofproto_v1_3_parser as parser
 
 MB = 1 << 20
 HDR = 66
@@ -166,18 +166,17 @@ def test_deferred_start_takes_the_report_before_the_kernels_and_decides_once(tmp
     ``a`` is done, and the one decision gives ``b`` the whole link, pushed at once."""
     import rapier_app.controller as controller_pkg
     from rapier_app.controller.settings import Settings
-    from ryu.app.wsgi import WSGIApplication
 
     opts = dict(scheduler="rapier", topology="leafspine:3,3,3",
                 agent_url="unix:/nonexistent/{host}.sock", state_db=str(tmp_path / "c.sqlite3"))
-    app = controller_pkg.RapierController(wsgi=WSGIApplication(),
+    app = controller_pkg.RapierController(
                                           rapier_settings=Settings(**opts))
     app.submit({"flows": [flow("h1", "h4", 8 * MB, 5401)], "id": "a"})
     app.submit({"flows": [flow("h1", "h5", 12 * MB, 5402)], "id": "b"})
     full = app.core.topology.graph.edges["h1", "l1"]["capacity_bps"]
     assert rates(app) == {"a/0": ("active", full), "b/0": ("active", 0.0)}
     del app  # killed
-    app = controller_pkg.RapierController(wsgi=WSGIApplication(), rapier_defer_start=True,
+    app = controller_pkg.RapierController(rapier_defer_start=True,
                                           rapier_settings=Settings(**opts))
     n = app.core.schedule_count
     assert not app.start_decided and app._pending == {}

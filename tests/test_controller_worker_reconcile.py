@@ -25,9 +25,8 @@ from rapier_app.controller import reconcile
 from rapier_app.controller.rules import COOKIE_TAG, FlowRule, diff_rules
 from rapier_app.controller.pushes import PushBook
 from rapier_app.controller.worker import DecisionWorker
-from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3 as ofp
-from ryu.ofproto import ofproto_v1_3_parser as parser
+from rapier_app.controller.stack import ofproto_v1_3 as ofp
+from rapier_app.controller.stack import ofproto_v1_3_parser as parser
 
 from test_controller_barrier import connect, flow, make_app  # noqa: I100
 
@@ -38,11 +37,9 @@ def rest_app(**kw):
     import rapier_app.controller as controller_pkg
     from rapier_app.controller.settings import Settings
 
-    wsgi = WSGIApplication()
     opts = dict(scheduler="rapier", topology="leafspine:3,3,3", agent_url="", state_db="")
     opts.update(kw)
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(**opts))
-    app.wsgi = wsgi
+    app = controller_pkg.RapierController(rapier_settings=Settings(**opts))
     return app
 
 

@@ -11,8 +11,7 @@ from webob import Request
 import rapier_app.controller as controller_pkg
 from rapier_app.controller import app as app_mod
 from rapier_app.controller.settings import Settings, SettingsError
-from ryu.app.wsgi import WSGIApplication
-from ryu.ofproto import ofproto_v1_3_parser
+from rapier_app.controller.stack import ofproto_v1_3_parser
 from test_controller_fakes import FakeDatapath
 from test_discovery import MAC, arp_request
 from topologies.topofile import loads_topology
@@ -26,18 +25,16 @@ def call(app, method, path):
 @pytest.fixture
 def app(monkeypatch):
     monkeypatch.setattr(app_mod, "observe_links", lambda conf=None: True)
-    wsgi = WSGIApplication()
-    a = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    a = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="rapier", topology="discover", agent_url="", link_bps=10e6,
         state_db=":memory:"))
-    a.wsgi = wsgi
     return a
 
 
 def test_discover_needs_lldp(monkeypatch):
     monkeypatch.setattr(app_mod, "observe_links", lambda conf=None: False)
     with pytest.raises(SettingsError, match="^topology: discover needs .*--observe-links"):
-        controller_pkg.RapierController(wsgi=WSGIApplication(), rapier_settings=Settings(
+        controller_pkg.RapierController(rapier_settings=Settings(
             topology="discover", agent_url="", state_db=":memory:"))
 
 

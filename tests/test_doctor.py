@@ -39,9 +39,10 @@ def by_name(checks):
 
 
 # -- python ------------------------------------------------------------------------------
-@pytest.mark.parametrize("version,status", [((3, 8, 10), FAIL), ((3, 9, 0), OK),
-                                            ((3, 11, 7), OK), ((3, 12, 1), WARN)],
-                         ids=["3.8-too-old", "3.9", "3.11", "3.12-untested"])
+@pytest.mark.parametrize("version,status", [((3, 8, 10), FAIL), ((3, 9, 18), FAIL),
+                                            ((3, 10, 0), OK), ((3, 11, 7), OK),
+                                            ((3, 13, 5), OK)],
+                         ids=["3.8-too-old", "3.9-below-os-ken", "3.10", "3.11", "3.13"])
 def test_python_version(version, status):
     c = doctor.check_python(version, "cpython")
     assert c.status == status
@@ -49,27 +50,58 @@ def test_python_version(version, status):
     assert (c.fix != "") == (status != OK)
 
 
-# -- packages ------------------------------------------------------------------------------
-def test_pins_copy_equals_requirements_file():
-    assert doctor.read_pins(os.path.join(REPO, "requirements-controller.txt")) == doctor.PINS
-    assert doctor.read_pins("/nonexistent/requirements.txt") == doctor.PINS
+# -- the OpenFlow stack ------------------------------------------------------------------------
+@pytest.mark.parametrize("stack,band", [("os-ken", "3.11"), ("os-ken", "3.13"),
+                                        ("ryu", "3.11"), ("ryu", "3.13")])
+def test_pins_copy_equals_requirements_files(stack, band):
+    pins = doctor.read_pins(os.path.join(REPO, f"requirements-{stack}.txt"), band)
+    pins.pop("setuptools", None)
+    assert pins == doctor.PINS[(stack, band)]
+    assert doctor.read_pins("/nonexistent/requirements.txt") == {}
 
 
-@pytest.mark.parametrize("installed,bad", [
-    ({"ryu": "4.34", "eventlet": "0.33.3", "dnspython": "2.6.1"}, None),
-    ({"ryu": "4.34", "eventlet": "0.30.2", "dnspython": "2.6.1"}, "eventlet"),
-    ({"ryu": "4.34", "eventlet": "0.35.0", "dnspython": "2.6.1"}, "eventlet"),
-    ({"ryu": "4.34", "eventlet": "0.33.3", "dnspython": "1.16.0"}, "dnspython"),
-    ({"eventlet": "0.33.3", "dnspython": "2.6.1"}, "ryu"),
-], ids=["pinned", "old-eventlet", "new-eventlet", "old-dnspython", "no-ryu"])
-def test_package_versions(installed, bad):
-    checks = by_name(doctor.check_packages(installed.get, dict(doctor.PINS)))
-    for name, c in checks.items():
-        assert c.status == (FAIL if name == bad else OK), c
+@pytest.mark.parametrize("installed,env,status,detail", [
+    ({"os-ken": "4.2.2"}, {}, OK, "os-ken 4.2.2 (native threads)"),
+    ({"os-ken": "4.2.2"}, {"OSKEN_HUB_TYPE": "eventlet"}, OK, "os-ken 4.2.2 (eventlet)"),
+    ({"ryu": "4.34"}, {}, OK, "ryu 4.34 (eventlet)"),
+    ({"ryu": "4.34", "os-ken": "4.2.2"}, {"RAPIER_OF_STACK": "ryu"}, OK, "ryu 4.34 (eventlet); "
+     "Ryu and os-ken both installed"),
+    ({"os-ken": "3.0.1"}, {}, FAIL, "os-ken 3.0.1 installed, want ==4.2.2"),
+    ({}, {}, FAIL, "no OpenFlow stack"),
+    ({"os-ken": "4.2.2"}, {"RAPIER_OF_STACK": "ryu"}, FAIL, "RAPIER_OF_STACK: ryu is not installed"),
+    ({"os-ken": "4.2.2"}, {"RAPIER_OF_STACK": "floodlight"}, FAIL,
+     "RAPIER_OF_STACK: 'floodlight' is not a stack"),
+], ids=["os-ken", "os-ken-eventlet", "ryu", "both-env-picks", "old-os-ken", "none",
+        "env-names-missing", "env-unknown"])
+def test_stack_check(installed, env, status, detail):
+    c = doctor.check_stack(installed.get, env)
+    assert c.status == status and c.detail.startswith(detail), c
+    assert (c.fix != "") == (status != OK)
+    if status != OK:
+        assert "scripts/install.sh" in c.fix
+
+
+@pytest.mark.parametrize("installed,py,status,bad", [
+    ({"ryu": "4.34", "eventlet": "0.33.3", "dnspython": "2.6.1"}, (3, 11, 7), OK, None),
+    ({"ryu": "4.34", "eventlet": "0.30.2", "dnspython": "2.6.1"}, (3, 11, 7), FAIL, "eventlet"),
+    ({"ryu": "4.34", "eventlet": "0.35.0", "dnspython": "2.6.1"}, (3, 11, 7), FAIL, "eventlet"),
+    ({"ryu": "4.34", "eventlet": "0.33.3", "dnspython": "1.16.0"}, (3, 11, 7), FAIL, "dnspython"),
+    ({"ryu": "4.34", "eventlet": "0.33.3", "dnspython": "2.6.1"}, (3, 13, 5), FAIL, "eventlet"),
+    ({"ryu": "4.34", "eventlet": "0.41.3", "dnspython": "2.7.0"}, (3, 13, 5), OK, None),
+    ({"ryu": "4.34", "dnspython": "2.7.0"}, (3, 13, 5), FAIL, "eventlet"),
+], ids=["pinned-3.11", "old-eventlet", "new-eventlet-on-3.11", "old-dnspython",
+        "0.33-on-3.13", "0.41-on-3.13", "missing"])
+def test_eventlet_versions_on_ryu(installed, py, status, bad):
+    c = doctor.check_eventlet(installed.get, py, {})
+    assert c.status == status, c
     if bad:
-        c = checks[bad]
-        assert "scripts/install.sh" in c.fix and doctor.PINS[bad] in c.fix
-        assert (installed.get(bad) or "not installed") in c.detail
+        assert "scripts/install.sh" in c.fix and f"pip install '{bad}" in c.fix
+        assert f"{bad} {installed.get(bad) or 'missing'}" in c.detail
+
+
+def test_eventlet_is_not_checked_on_native_threads():
+    c = doctor.check_eventlet({"os-ken": "4.2.2"}.get, (3, 13, 5), {})
+    assert c.status == OK and c.detail == "not used (os-ken on native threads)"
 
 
 def test_controller_import_failure_names_the_error():
@@ -80,7 +112,7 @@ def test_controller_import_failure_names_the_error():
     assert c.status == FAIL
     assert c.detail.startswith("import rapier_app.controller failed: ImportError: cannot "
                                "import name 'ALREADY_HANDLED'")
-    assert "ALREADY_HANDLED shim" in c.fix
+    assert "scripts/install.sh" in c.fix
 
 
 # -- kernels -------------------------------------------------------------------------------------
@@ -376,7 +408,7 @@ def test_real_run_on_this_machine(ovs, agent_socket, capsys):
     assert doctor.main(["--agent-listen", f"unix:{agent_socket}", "--json"]) == 0
     checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     assert list(checks) == list(doctor.ROLES["controller"] + doctor.ROLES["agent"][1:])
-    for name in ("python", "ryu", "eventlet", "dnspython", "controller-import", "kernels",
+    for name in ("python", "stack", "eventlet", "controller-import", "kernels",
                  "ovs", "ovs-datapath", "tc-htb", "tc-u32", "agent-socket"):
         assert checks[name]["status"] == OK, checks[name]
     # no openvswitch kernel module here (shared/ENVIRONMENT.md): userspace only

@@ -44,7 +44,6 @@ from webob import Request
 import rapier_app.controller as controller_pkg
 from enforcement import agent
 from rapier_app.controller.settings import Settings
-from ryu.app.wsgi import WSGIApplication
 from test_controller_fakes import FakeDatapath  # records what is sent
 
 TOKEN = "fuzz-token-0123456789abcdef"
@@ -215,11 +214,9 @@ def controller_requests(draw):
 
 
 def _controller():
-    wsgi = WSGIApplication()
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(
+    app = controller_pkg.RapierController(rapier_settings=Settings(
         scheduler="baseline", topology="leafspine:3,3,3", agent_url="", rest_token=TOKEN,
         max_body_bytes=4096, max_flows_per_coflow=8, state_db=":memory:"))
-    app.wsgi = wsgi
     dps = []
     for s in app.core.topology.switches:
         dp = FakeDatapath(app.core.topology.graph.nodes[s]["dpid"])

@@ -32,7 +32,6 @@ from mininet_tests.ryuproc import ControllerError, start_controller, stop_contro
 from rapier_app import httpjson
 from rapier_app.controller import rest, validation
 from rapier_app.controller.settings import Settings, SettingsError
-from ryu.app.wsgi import WSGIApplication
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = "s3cret-token-for-tests-0123"
@@ -40,12 +39,10 @@ FLOW = {"src": "h1", "dst": "h5", "size_bytes": 1_000_000, "dst_port": 5001}
 
 
 def make_app(**kw):
-    wsgi = WSGIApplication()
     opts = dict(scheduler="baseline", topology="leafspine:3,3,3", agent_url="",
                 state_db=":memory:")
     opts.update(kw)
-    app = controller_pkg.RapierController(wsgi=wsgi, rapier_settings=Settings(**opts))
-    app.wsgi = wsgi
+    app = controller_pkg.RapierController(rapier_settings=Settings(**opts))
     return app
 
 
@@ -265,24 +262,25 @@ def test_real_ryu_manager_listens_on_loopback_only_and_wants_the_token(tmp_path)
     ("topology = leafspine:2,2,2\nscheduler = no-such-scheduler", "scheduler"),
     ("topology = leafspine:2,2,2\nrest_host = 0.0.0.0", "rest_token"),
 ])
-def test_real_ryu_manager_refuses_a_bad_config_in_one_line(tmp_path, conf, option):
-    """``ryu-manager rapier_app.controller --config-file BAD``: exit status 2 and one
-    line ``rapier: <option>: ...`` naming the option, no traceback."""
-    from mininet_tests.ryuproc import free_port
+def test_real_controller_refuses_a_bad_config_in_one_line(tmp_path, conf, option):
+    """``rapier-controller --config-file BAD`` (and ``ryu-manager rapier_app.controller``
+    where the stack is Ryu): exit status 2 and one line ``rapier: <option>: ...``
+    naming the option, no traceback."""
+    from mininet_tests.ryuproc import free_port, manager_commands
     (tmp_path / "bad.yaml").write_text("switches: [\n")
     cfile = tmp_path / "controller.conf"
     cfile.write_text("[rapier]\nagent_url =\nstate_db = off\n"
                      + conf.format(tmp=tmp_path) + "\n")
-    res = subprocess.run([os.path.join(REPO, ".venv", "bin", "ryu-manager"), "--config-file",
-                          str(cfile), "--wsapi-port", str(free_port()), "--ofp-tcp-listen-port",
-                          str(free_port()), "rapier_app.controller"], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-    out = res.stdout.decode(errors="replace")
-    assert res.returncode == 2, out[-2000:]
-    assert "Traceback" not in out, out[-2000:]
-    mine = [line for line in out.splitlines() if line.startswith("rapier: ")]
-    assert len(mine) == 1 and mine[0].startswith(f"rapier: {option}: "), out[-2000:]
-    assert out.rstrip().splitlines()[-1] == mine[0]
+    for cmd in manager_commands("--config-file", str(cfile), "--wsapi-port", str(free_port()),
+                                "--ofp-tcp-listen-port", str(free_port())):
+        res = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=60)
+        out = res.stdout.decode(errors="replace")
+        assert res.returncode == 2, (cmd[0], out[-2000:])
+        assert "Traceback" not in out, out[-2000:]
+        mine = [line for line in out.splitlines() if line.startswith("rapier: ")]
+        assert len(mine) == 1 and mine[0].startswith(f"rapier: {option}: "), out[-2000:]
+        assert out.rstrip().splitlines()[-1] == mine[0]
 
 
 # -----------------------------------------------------------------------------------

@@ -46,23 +46,12 @@ import time
 from collections import OrderedDict, deque
 from typing import Any, Callable, Dict, Iterable, Optional, Set
 
-from .compat import ensure_eventlet_compat
-
-ensure_eventlet_compat()
-
-from ryu.app.wsgi import WSGIApplication  # noqa: E402
-from ryu.base import app_manager  # noqa: E402
-from ryu.controller import ofp_event  # noqa: E402
-from ryu.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER,  # noqa: E402
-                                    MAIN_DISPATCHER, set_ev_cls)
-from ryu.lib import hub  # noqa: E402
-from ryu.ofproto import ofproto_v1_3  # noqa: E402
-from ryu.topology import event as topo_event  # noqa: E402
-
-from eventlet import tpool  # noqa: E402
+from .stack import (BaseApp, CONFIG_DISPATCHER, DEAD_DISPATCHER, GREEN,  # noqa: E402
+                    MAIN_DISPATCHER, hub, ofp_event, ofproto_v1_3, set_ev_cls, topo_event)
+from . import stack  # noqa: E402
 
 from . import flowstats, links as linkmod, ofmsgs  # noqa: E402
-from .httpserver import configure_wsgi_server  # noqa: E402
+from .httpserver import ThreadedServer, serve_green  # noqa: E402
 from .appflows import OpenFlowsAppMixin  # noqa: E402
 from .loop import DecisionLoopMixin  # noqa: E402
 from .pusher import AgentPusherMixin  # noqa: E402
@@ -70,7 +59,7 @@ from .worker import DecisionWorker  # noqa: E402
 from .core import make_core  # noqa: E402
 from .rules import Actions, missing_switches  # noqa: E402
 from .settings import Settings  # noqa: E402
-from .rest import APP_KEY, RapierRestController, configure_listeners  # noqa: E402
+from .rest import configure_listeners, make_wsgi  # noqa: E402
 from ..errors import RapierError  # noqa: E402
 from .. import kernels  # noqa: E402
 from .ryuconf import (CONF, check_observe_links, observe_links,  # noqa: E402
@@ -83,11 +72,12 @@ flowstats.install()  # flow-stats replies: counters now, match and actions when 
 LOG = logging.getLogger("rapier.controller")
 STARTUP.mark("imports")
 
-class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
-                       app_manager.RyuApp):
-    """RAPIER coflow controller (OpenFlow 1.3).
+class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin, BaseApp):
+    """RAPIER coflow controller (OpenFlow 1.3), an app of the OpenFlow stack in use
+    (:mod:`.stack`: Ryu or os-ken).  ``wsgi`` is its REST API (a WSGI application),
+    served from :meth:`start` on ``--wsapi-host``/``--wsapi-port``.
 
-    Keyword args (besides Ryu's contexts):
+    Keyword args:
         rapier_settings: a :class:`Settings` to use instead of the ``[rapier]``
             options (tests); a bad setting or topology then raises its
             :class:`~rapier_app.errors.RapierError`.
@@ -103,7 +93,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
     """
 
     OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
-    _CONTEXTS = {"wsgi": WSGIApplication}
+    green = GREEN  # the stack's thread model (loop.py)
 
     def __init__(self, *args, **kwargs):
         settings = kwargs.pop("rapier_settings", None)
@@ -152,7 +142,10 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         self.worker = DecisionWorker(hub.Queue(), hub.QueueEmpty, self._decide_batch,
                                      log=LOG)
         # decisions in a native thread, yields to the event loop (loop.py)
-        self._init_loop(offload=tpool.execute, sleep=hub.sleep, build_slot=hub.Semaphore(1))
+        # eventlet: decisions in a native thread (tpool), builds one at a time;
+        # native threads: the worker is a thread of its own already
+        self._init_loop(offload=stack.offload(), sleep=hub.sleep,
+                        build_slot=hub.Semaphore(1) if GREEN else None)
         if not defer:  # kernels before the first decision (no cold start)
             self._load_kernels()
         # deferred: the REST server listens (reports are taken) while they load
@@ -163,8 +156,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         self._stats_full: Dict[int, list] = {}
         self._last_reconcile = self._last_agent_sync = self._last_broker = self.now()
         self._broker_asked: Optional[float] = None  # time of the port-stats requests
-        configure_wsgi_server(self.settings)
-        kwargs["wsgi"].register(RapierRestController, {APP_KEY: self})
+        self.wsgi = make_wsgi(self)
+        self.rest_server = None  # bound in start()
         self._rest_address()
         # Reload the accepted coflows (rules go when switches connect, pushes after
         # the decision: now, or the worker's first when deferred).
@@ -194,15 +187,38 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin,
         configure_listeners(CONF, self.settings, LOG)
 
     def start(self):
-        """Start Ryu's event loop plus the poller and the agent pusher."""
+        """Start the stack's event loop, the REST server, the poller, the agent pusher
+        and the decision worker.
+
+        Raises:
+            SystemExit: status 2 when the REST address cannot be bound (one line).
+        """
         super().start()
         self.settle_gc = True  # the process is ours: keep full collections short
         self._spawn = hub.spawn  # a POST's rules go out after its reply (loop.py)
         self._start_loop()
+        self._serve_rest()
         self.threads.append(hub.spawn(self._poll_loop))
         self.threads.append(hub.spawn(self._push_loop))
         self.threads.append(hub.spawn(self.worker.loop, None if self.start_decided
                                       else self._first_decisions))
+
+    def _serve_rest(self) -> None:
+        """Bind the REST address (``--wsapi-host``/``--wsapi-port``, as set by
+        :func:`.rest.configure_listeners`) and serve :attr:`wsgi` in the stack's
+        thread model (:mod:`.httpserver`)."""
+        host, port = CONF.wsapi_host, CONF.wsapi_port
+        try:
+            if GREEN:
+                _sock, thread = serve_green(self.wsgi, host, port, self.settings, hub.spawn)
+                self.threads.append(thread)
+            else:
+                self.rest_server = ThreadedServer(self.wsgi, host, port, self.settings).start()
+        except OSError as exc:
+            refuse_to_start(RapierError(f"rest_port: cannot listen on {host}:{port}: "
+                                        f"{exc.strerror or exc}"))
+        STARTUP.mark("rest")
+        LOG.info("REST serving on http://%s:%s (%s)", host, port, stack.THREADS)
 
     def execute(self, acts: Actions) -> None:
         """Queue the rules of ``acts`` for connected switches and its pushes, then

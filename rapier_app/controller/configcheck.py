@@ -28,7 +28,8 @@ where it is set; its :attr:`Problem.message` is the text the controller prints a
 ``rapier: `` when it refuses to start (:func:`.ryuconf.refusal_text`), so the checker
 and the controller cannot disagree on a value.
 
-Ryu glue (imports ``ryu.cfg``, oslo.config); the CLI is :mod:`rapier_app.config_cli`.
+Stack glue (the stack's options through :mod:`.stack`, oslo.config); the CLI is
+:mod:`rapier_app.config_cli`.
 """
 
 from __future__ import annotations
@@ -162,16 +163,14 @@ def locate_options(path: str) -> Dict[Tuple[str, str], List[int]]:
 
 
 def _ryu_options() -> Tuple[set, Dict[str, set]]:
-    """Ryu's options: ``(top-level names, {group: names})`` as ``ryu-manager``
-    registers them (its modules imported, except ``ryu.cmd.manager``)."""
-    import ryu.app.wsgi  # noqa: F401
-    import ryu.controller.controller  # noqa: F401
-    import ryu.flags  # noqa: F401
-    import ryu.log  # noqa: F401
-    import ryu.topology.switches  # noqa: F401
-    from ryu import cfg as ryu_cfg
+    """The stack's options: ``(top-level names, {group: names})`` as ``ryu-manager``
+    or ``rapier-controller`` registers them (the stack's option modules imported,
+    not its manager: importing that monkey-patches the process)."""
+    from . import stack
 
-    conf = ryu_cfg.CONF
+    stack.option_modules()
+    stack.register_rest_options()
+    conf = stack.CONF
     # oslo.config has no public listing of registered options by group
     top = {info["opt"].dest for info in conf._opts.values()} | set(_RYU_MANAGER_OPTS)
     groups = {name: {info["opt"].dest for info in g._opts.values()}

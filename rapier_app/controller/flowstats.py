@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import struct
 
-from ryu.ofproto import ofproto_v1_3 as ofproto
-from ryu.ofproto import ofproto_v1_3_parser as parser
-from ryu import utils
+from .stack import ofproto_v1_3 as ofproto
+from .stack import ofproto_v1_3_parser as parser
+from .stack import utils
 
 
 class LazyFlowStats(parser.OFPFlowStats):

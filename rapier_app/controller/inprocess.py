@@ -1,57 +1,29 @@
 """Serve an in-process controller's REST API over real HTTP on loopback.
 
 Tests and benchmarks build :class:`~rapier_app.controller.RapierController` in the
-test process (no ``ryu-manager``, no switches, the decision made before the reply)
-and need real sockets in front of it -- the Python client speaks HTTP.  This serves
-the app's WSGI application with the standard library's :mod:`wsgiref` server, one
-thread per connection (daemon threads), on ``127.0.0.1`` and a free port.
+test process (no stack manager, no switches) and need real sockets in front of it --
+the Python client speaks HTTP:
 
-Not the production server: ``ryu-manager`` serves REST with eventlet
-(:mod:`.httpserver`).  HTTP/1.1 keep-alive is on (as eventlet's) so that a client's
-connection is reused as it is against ``ryu-manager``.
+* :class:`InProcessServer`: the app's WSGI application on the native-thread server
+  (:class:`.httpserver.ThreadedServer`), decisions made before the reply;
+* :class:`GreenServer`: the app served as the controller serves it on the stack in
+  use (:mod:`.stack`): the REST server and the decision worker on eventlet green
+  threads (Ryu), or on native threads (os-ken), so that a POST answers once the
+  coflow is stored and the scheduler decides after the reply.
 """
 
 from __future__ import annotations
 
-import socketserver
 import threading
-from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
-__all__ = ["InProcessServer"]
+from .httpserver import ThreadedServer
 
-
-class _Handler(WSGIRequestHandler):
-    """wsgiref's handler, quiet, speaking HTTP/1.1 with keep-alive."""
-
-    protocol_version = "HTTP/1.1"
-    timeout = 30.0  # an idle keep-alive connection is closed after that (s)
-
-    def log_message(self, *args):  # no access log on stderr
-        pass
-
-    def handle(self):
-        # wsgiref handles one request per connection; loop while the client keeps it
-        self.close_connection = False
-        while not self.close_connection:
-            self.raw_requestline = self.rfile.readline(65537)
-            if not self.raw_requestline or not self.parse_request():
-                return
-            handler = ServerHandler(self.rfile, self.wfile, self.get_stderr(),
-                                    self.get_environ(), multithread=True)
-            handler.request_handler = self
-            handler.http_version = "1.1"
-            handler.run(self.server.get_app())
-            if self.headers.get("Connection", "").lower() == "close":
-                self.close_connection = True
+__all__ = ["GreenServer", "InProcessServer"]
 
 
-class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class InProcessServer:
-    """``app.wsgi`` (a Ryu ``WSGIApplication`` or any WSGI callable) served on
-    ``http://127.0.0.1:<port>``; a context manager (stops the server on exit).
+class InProcessServer(ThreadedServer):
+    """``app.wsgi`` (any WSGI callable) served on ``http://127.0.0.1:<port>`` by native
+    threads, HTTP/1.1 keep-alive on; a context manager (stops the server on exit).
 
     Attributes:
         url: ``http://127.0.0.1:PORT``.
@@ -59,38 +31,18 @@ class InProcessServer:
     """
 
     def __init__(self, wsgi_app, host: str = "127.0.0.1", port: int = 0):
-        self._srv: WSGIServer = make_server(host, port, wsgi_app, server_class=_ThreadingServer,
-                                             handler_class=_Handler)
-        self.port = self._srv.server_address[1]
-        self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(target=self._srv.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def start(self) -> "InProcessServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the listening socket (idempotent)."""
-        if self._thread.is_alive():
-            self._srv.shutdown()
-            self._thread.join(timeout=5)
-        self._srv.server_close()
-
-    def __enter__(self) -> "InProcessServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        super().__init__(wsgi_app, host, port)
 
 
 class GreenServer:
-    """An in-process :class:`~rapier_app.controller.RapierController` served as
-    ``ryu-manager`` serves it: ``eventlet.wsgi.server`` with the controller's
-    per-connection settings (:func:`.httpserver.wsgi_server_kwargs`) and the decision
-    worker (:mod:`.worker`) as green threads, all in one OS thread of their own -- so a
-    POST answers once the coflow is stored and the scheduler decides after the reply.
-    A context manager.
+    """An in-process :class:`~rapier_app.controller.RapierController` served as the
+    controller serves it on the stack in use: on eventlet (Ryu),
+    ``eventlet.wsgi.server`` with the controller's per-connection settings
+    (:func:`.httpserver.wsgi_server_kwargs`) and the decision worker (:mod:`.worker`)
+    as green threads, all in one OS thread of their own; on native threads (os-ken),
+    :class:`.httpserver.ThreadedServer` with the same settings and the worker as a
+    thread.  A POST answers once the coflow is stored and the scheduler decides after
+    the reply.  A context manager.
 
     Args:
         app: the controller built in-process (``app.wsgi``, ``app.worker``,
@@ -119,6 +71,10 @@ class GreenServer:
         done.wait(5)
 
     def _run(self) -> None:
+        from . import stack
+
+        if not stack.GREEN:
+            return self._run_native()
         import logging
 
         import eventlet
@@ -175,6 +131,30 @@ class GreenServer:
         from eventlet import tpool
 
         tpool.killall()  # the decisions' native threads, from the hub's own thread
+
+    def _run_native(self) -> None:
+        """Native threads: the REST server's threads and the worker's thread."""
+        try:
+            srv = ThreadedServer(self.app.wsgi, self.host, self.port, self.app.settings)
+        except BaseException as exc:  # noqa: BLE001 -- reported by start()
+            self._error.append(exc)
+            self._ready.set()
+            return
+        self.port, self.url = srv.port, srv.url
+        if self.worker and hasattr(self.app, "_start_loop"):
+            self.app._start_loop()
+        srv.start()
+        if self.worker:
+            threading.Thread(target=self.app.worker.loop, daemon=True,
+                             name="rapier-worker").start()
+        self._ready.set()
+        running = None
+        while not self._stop.wait(0.02):
+            if self._profile is not None:  # profile the worker's decisions: not here
+                (want, done), self._profile = self._profile, None
+                running = want
+                done.set()
+        srv.stop()
 
     def start(self) -> "GreenServer":
         """Start serving; returns once the port is bound.

@@ -4,8 +4,8 @@ for them (a mixin of :class:`~.app.RapierController`; no Ryu import).
 The decision worker (:mod:`.worker`) calls :meth:`DecisionLoopMixin._decide_batch`,
 which runs one decision in the core's three steps (:mod:`.decisions`): the snapshot
 and the rule changes under the app's lock, the scheduler call in between *without*
-it, in a native thread (``offload``: ``eventlet.tpool.execute`` under
-``ryu-manager``), so that the event loop keeps serving ``/health``, reads, POSTs and
+it, in a native thread (``offload``: ``eventlet.tpool.execute`` on green threads;
+on native threads the worker is a thread of its own), so that the event loop keeps serving ``/health``, reads, POSTs and
 DELETEs while the scheduler works.  Two things must not change under the scheduler's
 feet, and wait for the decision's end behind the *decision gate* (a lock held by
 the worker from snapshot to rules):
@@ -142,7 +142,7 @@ class DecisionLoopMixin:
         self.core.on_decision_due = self.worker.wake
         self.core.apply_pause = self._pause_apply
         self.core.hold_pause = self._pause  # a POST yields keeping the lock
-        self._on_loop = True
+        self._on_loop = self.green
         if self.SWITCH_INTERVAL_S is not None:
             sys.setswitchinterval(self.SWITCH_INTERVAL_S)
 
@@ -152,6 +152,10 @@ class DecisionLoopMixin:
     #: takes the interpreter lock, and the loop waits up to this long to get it back:
     #: a 1,000-flow POST yields about ten times.  None: left as it is
     SWITCH_INTERVAL_S: Optional[float] = 0.001
+
+    #: the app runs on green threads (eventlet: Ryu); False on native threads, where
+    #: the worker is a thread like the REST server's and reads take the app's lock
+    green = True
 
     #: the worker runs on the event loop (:meth:`_start_loop`): ``/health`` reads
     #: without the app's lock (:meth:`_health_guard`), replies are encoded in slices

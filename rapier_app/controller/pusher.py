@@ -1,5 +1,5 @@
 """The agent pusher of the Ryu app: rate sets to the host agents, off the decision
-path (a mixin of :class:`~.app.RapierController`; green threads, ``ryu.lib.hub``).
+path (a mixin of :class:`~.app.RapierController`; the stack's threads, its ``hub``).
 
 The app queues one :class:`~.pushes.AgentPush` per host whose set changed
 (``_pending``, latest set wins) and sets ``_push_event``; the pusher green thread
@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 import time
 
-from ryu.lib import hub
-
 from . import agent_client
+from .stack import hub
 from .startup import STARTUP
 
 LOG = logging.getLogger("rapier.controller")

@@ -1,4 +1,5 @@
-"""REST API of the RAPIER controller on Ryu's WSGI server (JSON everywhere).
+"""REST API of the RAPIER controller (JSON everywhere), a WSGI application
+(:mod:`.wsgiapp`) served by :mod:`.httpserver`.
 
 Endpoints (prefix ``/rapier/v1``), in the style of Ryu's ``ofctl_rest.py``:
 
@@ -81,16 +82,11 @@ import json
 import logging
 from typing import Any, Dict, Optional
 
-from .compat import ensure_eventlet_compat
-
-ensure_eventlet_compat()
-
-from ryu.app.wsgi import ControllerBase, Response, route  # noqa: E402
-
-from ..httpjson import RequestError, require_bearer, short  # noqa: E402
-from .jsonslices import dumps_sliced  # noqa: E402
-from .settings import Settings, SettingsError  # noqa: E402
-from .validation import check_coflow_id, check_flow_count, decode_json_body  # noqa: E402
+from ..httpjson import RequestError, require_bearer, short
+from .jsonslices import dumps_sliced
+from .settings import Settings, SettingsError
+from .validation import check_coflow_id, check_flow_count, decode_json_body
+from .wsgiapp import ControllerBase, Response, WSGIApplication, route
 
 LOG = logging.getLogger(__name__)
 
@@ -147,11 +143,12 @@ def listen_addresses(settings: Settings, wsapi_host: str = RYU_DEFAULT_HOST,
 
 def configure_listeners(conf, settings: Settings, log: Optional[logging.Logger] = None
                         ) -> Dict[str, str]:
-    """Apply :func:`listen_addresses` (and ``rest_port``) to Ryu's oslo.config ``conf``
-    (``wsapi_host``, ``wsapi_port``, ``ofp_listen_host``), before Ryu binds them.
+    """Apply :func:`listen_addresses` (and ``rest_port``) to the stack's oslo.config
+    ``conf`` (``wsapi_host``, ``wsapi_port``, ``ofp_listen_host``), before they are bound.
 
-    Called from the app's ``__init__``: ryu-manager starts the WSGI server and the
-    OpenFlow listener after every app is built, so the overrides take effect.
+    Called from the app's ``__init__``: the app starts its REST server in ``start``
+    and the stack's OpenFlow listener starts after every app is built, so the
+    overrides take effect.
 
     Returns:
         the addresses, as :func:`listen_addresses`.
@@ -159,8 +156,10 @@ def configure_listeners(conf, settings: Settings, log: Optional[logging.Logger] 
     Raises:
         SettingsError: as :func:`listen_addresses` (the controller does not start).
     """
-    import ryu.controller.controller  # noqa: F401 -- registers --ofp-listen-host
+    from . import stack
 
+    stack.listener_options()  # registers --ofp-listen-host
+    stack.register_rest_options()  # on the stack's CONF (ryu-manager registers them)
     for name in ("wsapi_host", "ofp_listen_host"):  # read the flags, not our last override
         conf.clear_override(name)
     addrs = listen_addresses(settings, getattr(conf, "wsapi_host", RYU_DEFAULT_HOST),
@@ -306,8 +305,16 @@ def _asset_response(name: str) -> Response:
     return resp
 
 
+def make_wsgi(app) -> WSGIApplication:
+    """The REST API's WSGI application for the controller ``app`` (the object the
+    module docstring describes)."""
+    wsgi = WSGIApplication()
+    wsgi.register(RapierRestController, {APP_KEY: app})
+    return wsgi
+
+
 class RapierRestController(ControllerBase):
-    """Ryu WSGI controller for the coflow API (see the module docstring)."""
+    """The coflow API's routes (see the module docstring)."""
 
     def __init__(self, req, link, data, **config):
         super().__init__(req, link, data, **config)
@@ -519,7 +526,7 @@ class RapierRestController(ControllerBase):
     not_allowed_health = route("rapier", PREFIX + "/health", methods=_OTHER)(
         _not_allowed(PREFIX + "/health", "GET, HEAD"))
 
-    # Last route of this controller (Ryu registers routes in name order): a JSON 404
+    # Last route of this controller (routes are registered in name order): a JSON 404
     # for any other path under the prefix (ids with "/", unknown resources).  New
     # routes under the prefix must be methods of this class named before "zz": a
     # controller registered after this one would be shadowed by the catch-all.
@@ -531,5 +538,5 @@ class RapierRestController(ControllerBase):
 
 
 __all__ = ["APP_KEY", "DEFAULT_HOST", "PREFIX", "RapierRestController", "configure_listeners",
-           "is_loopback", "json_response", "listen_addresses", "read_body", "rest_method",
-           "safe_path"]
+           "is_loopback", "json_response", "listen_addresses", "make_wsgi", "read_body",
+           "rest_method", "safe_path"]

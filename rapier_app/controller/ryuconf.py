@@ -1,8 +1,8 @@
-"""The controller's oslo.config options under ``ryu-manager``: the ``[rapier]`` group
+"""The controller's oslo.config options (``ryu-manager`` or ``rapier-controller``): the ``[rapier]`` group
 (:data:`OPTS`, one option per entry of ``options.toml``), the :class:`Settings` read
 from it, and how a refused start is reported (one line, exit status 2).
 
-Ryu glue (imports ``ryu.cfg``); the pure option table is :mod:`.settings`.
+Stack glue (the stack's ``cfg``, :mod:`.stack`); the pure option table is :mod:`.settings`.
 """
 
 from __future__ import annotations
@@ -11,14 +11,10 @@ import re
 import sys
 from dataclasses import fields
 
-from .compat import ensure_eventlet_compat
+from oslo_config.cfg import Error as ConfigError
 
-ensure_eventlet_compat()
-
-from oslo_config.cfg import Error as ConfigError  # noqa: E402
-from ryu import cfg  # noqa: E402
-
-from .settings import OPTIONS, Settings, SettingsError  # noqa: E402
+from .settings import OPTIONS, Settings, SettingsError
+from .stack import cfg
 
 __all__ = ["CONF", "OPTS", "REFUSE_EXIT", "check_observe_links", "observe_links",
            "refusal_text", "refuse_to_start", "settings_from_conf"]

@@ -1,0 +1,179 @@
+"""The OpenFlow stack under the controller: Ryu 4.34 or os-ken, behind one module.
+
+This is the only module of the project that imports ``ryu`` or ``os_ken``; the
+controller (:mod:`.app`, :mod:`.flowstats`, :mod:`.ryuconf`, ...) and the tests take
+every stack name from here.  Both stacks have the same API under different package
+names (os-ken is OpenStack's maintained continuation of Ryu: ``RyuApp`` became
+``OSKenApp``), so the names below are the same whichever is in use.
+
+Which stack:
+
+1. the one already running: ``ryu-manager`` (``ryu.cmd.manager`` imported) is Ryu,
+   an os-ken launcher is os-ken;
+2. else ``RAPIER_OF_STACK`` (``ryu`` or ``os-ken``) when set;
+3. else os-ken when installed, else Ryu.
+
+Thread model (:data:`THREADS`): Ryu runs on eventlet green threads (``ryu-manager``
+monkey-patches the standard library); os-ken runs on native threads by default
+(``OSKEN_HUB_TYPE=eventlet`` selects eventlet).  On native threads nothing here
+imports eventlet.
+
+Raises (at import):
+    StackUnavailable: neither stack is installed, or ``RAPIER_OF_STACK`` names one
+        that is not (an :class:`ImportError`: the pure modules import without a
+        stack).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import platform
+from typing import Any, Callable, Optional
+
+from .stackchoice import DISTRIBUTIONS, ENV, STACKS, StackUnavailable, choose, normalise
+
+NAME = choose()
+_PKG = STACKS[NAME]
+
+
+def _mod(path: str):
+    return importlib.import_module(f"{_PKG}.{path}")
+
+
+# The stack's own modules, under the same names on both stacks.
+if NAME == "ryu":
+    from ryu import cfg, utils
+    from ryu.base import app_manager
+    from ryu.controller import handler, ofp_event
+    from ryu.lib import hub
+    from ryu.ofproto import ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser
+    from ryu.topology import event as topo_event
+else:
+    from os_ken import cfg, utils
+    from os_ken.base import app_manager
+    from os_ken.controller import handler, ofp_event
+    from os_ken.lib import hub
+    from os_ken.ofproto import ofproto_parser, ofproto_v1_3, ofproto_v1_3_parser
+    from os_ken.topology import event as topo_event
+CONF = cfg.CONF
+
+#: The application base class (``RyuApp`` / ``OSKenApp``).
+BaseApp = app_manager.RyuApp if NAME == "ryu" else app_manager.OSKenApp
+AppManager = app_manager.AppManager
+set_ev_cls = handler.set_ev_cls
+CONFIG_DISPATCHER = handler.CONFIG_DISPATCHER
+MAIN_DISPATCHER = handler.MAIN_DISPATCHER
+DEAD_DISPATCHER = handler.DEAD_DISPATCHER
+
+#: True on eventlet green threads (Ryu; os-ken with ``OSKEN_HUB_TYPE=eventlet``).
+GREEN = getattr(hub, "HUB_TYPE", "eventlet") == "eventlet"
+#: ``"eventlet"`` or ``"native"``.
+THREADS = "eventlet" if GREEN else "native"
+#: The stack's version (its distribution's metadata; ``"unknown"`` without it).
+try:
+    VERSION = importlib.metadata.version(DISTRIBUTIONS[NAME])
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover -- a source tree
+    VERSION = "unknown"
+
+
+def eventlet_version() -> Optional[str]:
+    """eventlet's version when the stack runs on it, else None (not imported)."""
+    if not GREEN:
+        return None
+    try:
+        return importlib.metadata.version("eventlet")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        return None
+
+
+def describe() -> str:
+    """One line: stack, version, thread model and Python, e.g.
+    ``os-ken 4.2.2, native threads, Python 3.13.5``."""
+    model = f"eventlet {eventlet_version()}" if GREEN else "native threads"
+    return f"{NAME} {VERSION}, {model}, Python {platform.python_version()}"
+
+
+def offload() -> Optional[Callable[..., Any]]:
+    """``offload(fn, *args)``: run ``fn`` off the event loop, in a native thread, and
+    return its result (``eventlet.tpool.execute``) on green threads; None on native
+    threads (the caller already is a native thread: call in place)."""
+    if not GREEN:
+        return None
+    from eventlet import tpool
+
+    return tpool.execute
+
+
+def listener_options() -> None:
+    """Import the module that registers the OpenFlow listener's options
+    (``--ofp-listen-host``, ``--ofp-tcp-listen-port``): its manager imports it too."""
+    _mod("controller.controller")
+
+
+def option_modules() -> None:
+    """Import the stack modules that register the command-line and config options
+    ``ryu-manager`` has (OpenFlow listener, LLDP discovery, logging, flags)."""
+    for path in ("controller.controller", "topology.switches", "flags", "log"):
+        _mod(path)
+
+
+def init_log() -> None:
+    """The stack's logging set-up from its options (``--verbose``, ``--log-file``,
+    ``--default-log-level``), as its manager does."""
+    _mod("log").init_log()
+
+
+# Registered before anything parses a command line (as the stack's manager imports
+# them at its start): a module registering CLI options after the parse would fail.
+option_modules()
+
+#: The REST listener's options, as Ryu's ``ryu.app.wsgi`` declares them (``ryu-manager``
+#: registers them; :func:`register_rest_options` does where nothing did).
+REST_OPTIONS = (("wsapi-host", str, "0.0.0.0", "REST listen host"),
+                ("wsapi-port", int, 8080, "REST listen port"))
+
+
+def register_rest_options(conf=None) -> None:
+    """Register ``--wsapi-host`` and ``--wsapi-port`` on ``conf`` (default
+    :data:`CONF`) unless registered already (``ryu-manager`` registers them); once the
+    command line is parsed (an app built in-process), as plain options with their
+    defaults."""
+    from oslo_config import cfg as oslo_cfg
+
+    conf = CONF if conf is None else conf
+    kinds = {str: oslo_cfg.StrOpt, int: oslo_cfg.IntOpt}
+    for name, kind, default, text in REST_OPTIONS:
+        if name.replace("-", "_") in conf:
+            continue
+        opt = kinds[kind](name, default=default, help=text)
+        try:
+            conf.register_cli_opt(opt)
+        except oslo_cfg.ArgsAlreadyParsedError:
+            conf.register_opt(opt)
+
+
+def green_locks():
+    """``(lock, rlock)`` factories that block green threads, not the OS thread (an
+    eventlet process whose ``threading`` is not patched: tests serving an app on a
+    green hub of their own); the ``threading`` ones on native threads."""
+    if not GREEN:
+        import threading
+
+        return threading.Lock, threading.RLock
+    from eventlet.green import threading as green_threading
+    from eventlet.semaphore import Semaphore
+
+    return (lambda: Semaphore(1)), green_threading.RLock
+
+
+
+register_rest_options()  # before any parse, as option_modules()
+
+
+__all__ = ["AppManager", "BaseApp", "CONF", "CONFIG_DISPATCHER", "DEAD_DISPATCHER", "ENV",
+           "GREEN", "MAIN_DISPATCHER", "NAME", "STACKS", "StackUnavailable", "THREADS",
+           "VERSION", "app_manager", "cfg", "choose", "describe", "eventlet_version",
+           "green_locks", "handler", "hub", "init_log", "listener_options", "normalise", "ofp_event", "ofproto_parser",
+           "ofproto_v1_3", "ofproto_v1_3_parser", "offload", "option_modules",
+           "register_rest_options", "set_ev_cls", "topo_event", "utils"]
