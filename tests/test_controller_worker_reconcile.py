@@ -280,6 +280,15 @@ def test_agent_push_backoff_doubles_up_to_the_cap_and_resets():
     assert [(p.host, p.flows) for p in book.push_all()] == [("h1", [lim])]
 
 
+def test_agent_push_backoff_survives_ten_thousand_failures():
+    # 2.0 ** 1024 overflows a float: the exponent is capped before the power
+    book = PushBook(lambda h: f"unix:/tmp/{h}.sock")
+    delays = [book.failed("h1", float(i), 0.5, 30.0) for i in range(10_000)]
+    assert delays[:7] == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
+    assert set(delays[6:]) == {30.0}
+    assert book.backoff["h1"] == (10_000, 9_999.0 + 30.0)
+
+
 # -- /health under idle sockets on the real ryu-manager ----------------------------------
 def test_health_answers_within_2_s_with_200_idle_sockets_and_idle_ones_are_closed(tmp_path):
     try:

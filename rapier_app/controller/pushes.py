@@ -191,10 +191,15 @@ class PushBook:
         """Mark ``host``'s set as unknown: the next :meth:`update` or :meth:`retry`
         pushes it again.  With ``min_s``/``max_s`` (s) the retry waits an exponential
         backoff: ``min(min_s * 2**(n-1), max_s)`` after the n-th consecutive failure.
-        Returns that delay (s)."""
+        Returns that delay (s).  The exponent is capped before the power is computed
+        (once the delay reached ``max_s`` it stays there), so any number of failures
+        is safe."""
         self.pushed[host] = FAILED
         n = self.backoff.get(host, (0, 0.0))[0] + 1
-        delay = min(min_s * 2.0 ** (n - 1), max_s) if min_s > 0 else 0.0
+        delay = 0.0
+        if min_s > 0:
+            # 2**60 * min_s exceeds any max_s a person sets; no float overflow
+            delay = min(min_s * 2.0 ** min(n - 1, 60), max_s)
         self.backoff[host] = (n, now + delay)
         return delay
 
