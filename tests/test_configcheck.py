@@ -89,7 +89,7 @@ BROKEN = [
      "fat-tree arity must be an even integer >= 2, got 3"),
     ("scheduler-unknown", "scheduler = nope\n", "scheduler", 0, "unknown scheduler 'nope'"),
     ("discover-without-observe-links", "topology = discover\n", "topology", 0,
-     "start ryu-manager with --observe-links"),
+     "start rapier-controller (or ryu-manager) with --observe-links"),
     ("state-db-not-a-database", "state_db = {tmp}/junk.sqlite3\n", "state_db", 0,
      "not a usable RAPIER database"),
     ("state-db-newer-schema", "state_db = {tmp}/future.sqlite3\n", "state_db", 0,

@@ -54,7 +54,7 @@ def check_observe_links(settings: Settings, observed: bool) -> None:
     """
     if settings.topology.strip().lower() == "discover" and not observed:
         raise SettingsError("topology: discover needs Ryu's LLDP link discovery: "
-                            "start ryu-manager with --observe-links")
+                            "start rapier-controller (or ryu-manager) with --observe-links")
 
 
 #: oslo.config's ConfigFileValueError text: "Value for option NAME from LOCATION is not
