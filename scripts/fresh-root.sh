@@ -56,7 +56,7 @@ set -euo pipefail
 
 # What a user's fresh Debian machine needs before the README's two commands, beyond
 # debootstrap's minbase: make runs them.  Everything else is scripts/install.sh's job.
-ROOT_PKGS="${RAPIER_ROOT_PKGS:-make}"
+ROOT_PKGS="${RAPIER_ROOT_PKGS:-make git}"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SELF="$REPO/scripts/$(basename "${BASH_SOURCE[0]}")"
@@ -290,6 +290,9 @@ grep -qw "$hostname_in_root" "$ROOT/etc/hosts" 2>/dev/null \
     || printf '127.0.1.1\t%s\n' "$hostname_in_root" >> "$ROOT/etc/hosts"
 
 # -- mounts ---------------------------------------------------------------------------
+# the root a mount point of its own: `mnexec -n` (every Mininet host) remounts "/"
+# private, which fails (EINVAL) when "/" is a plain directory
+mount --bind "$ROOT" "$ROOT"
 mount -t proc proc "$ROOT/proc"
 if [[ "$NET" == own ]]; then
     mount -t sysfs sysfs "$ROOT/sys"                     # /sys/class/net of this netns

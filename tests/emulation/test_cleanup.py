@@ -24,7 +24,7 @@ def _bridges():
 
 def test_controller_failure_cleans_up(ovs):
     em = Emulation("leafspine:3,3,3", scheduler="no-such-scheduler", bw_mbps=None)
-    with pytest.raises(EmulationError, match="ryu-manager exited"):
+    with pytest.raises(EmulationError, match=r"\(rapier-controller\) exited"):
         with em:
             pass
     assert em.ryu is None and em.net is None and em.agents == {}
