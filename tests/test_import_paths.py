@@ -71,12 +71,18 @@ def absolute(node: ast.ImportFrom, path: str) -> str:
 
 @lru_cache(maxsize=None)
 def definitions(mod: str) -> Tuple[Set[str], Set[str], bool]:
-    """(names bound by ``mod`` other than by import, its ``__all__``, is a package)."""
+    """(names bound by ``mod`` other than by import of a project name, its
+    ``__all__``, is a package).  A name a module imports from a library outside the
+    project counts as its own: such a module is that library's face in the project
+    (``rapier_app.controller.stack``: the one import path of the OpenFlow stack)."""
     path = module_file(mod)
     names: Set[str] = set()
     exported: Set[str] = set()
     for node in ast.walk(parsed(path)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, ast.ImportFrom) and not node.level \
+                and (node.module or "").split(".")[0] not in PACKAGES:
+            names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

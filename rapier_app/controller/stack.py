@@ -19,7 +19,7 @@ monkey-patches the standard library); os-ken runs on native threads by default
 imports eventlet.
 
 Raises (at import):
-    StackUnavailable: neither stack is installed, or ``RAPIER_OF_STACK`` names one
+    :class:`.stackchoice.StackUnavailable`: neither stack is installed, or ``RAPIER_OF_STACK`` names one
         that is not (an :class:`ImportError`: the pure modules import without a
         stack).
 """
@@ -31,7 +31,7 @@ import importlib.metadata
 import platform
 from typing import Any, Callable, Optional
 
-from .stackchoice import DISTRIBUTIONS, ENV, STACKS, StackUnavailable, choose, normalise
+from .stackchoice import DISTRIBUTIONS, STACKS, choose
 
 NAME = choose()
 _PKG = STACKS[NAME]
@@ -153,27 +153,11 @@ def register_rest_options(conf=None) -> None:
             conf.register_opt(opt)
 
 
-def green_locks():
-    """``(lock, rlock)`` factories that block green threads, not the OS thread (an
-    eventlet process whose ``threading`` is not patched: tests serving an app on a
-    green hub of their own); the ``threading`` ones on native threads."""
-    if not GREEN:
-        import threading
-
-        return threading.Lock, threading.RLock
-    from eventlet.green import threading as green_threading
-    from eventlet.semaphore import Semaphore
-
-    return (lambda: Semaphore(1)), green_threading.RLock
-
-
-
 register_rest_options()  # before any parse, as option_modules()
 
 
-__all__ = ["AppManager", "BaseApp", "CONF", "CONFIG_DISPATCHER", "DEAD_DISPATCHER", "ENV",
-           "GREEN", "MAIN_DISPATCHER", "NAME", "STACKS", "StackUnavailable", "THREADS",
-           "VERSION", "app_manager", "cfg", "choose", "describe", "eventlet_version",
-           "green_locks", "handler", "hub", "init_log", "listener_options", "normalise", "ofp_event", "ofproto_parser",
-           "ofproto_v1_3", "ofproto_v1_3_parser", "offload", "option_modules",
-           "register_rest_options", "set_ev_cls", "topo_event", "utils"]
+__all__ = ["AppManager", "BaseApp", "CONF", "CONFIG_DISPATCHER", "DEAD_DISPATCHER", "GREEN",
+           "MAIN_DISPATCHER", "NAME", "THREADS", "VERSION", "app_manager", "cfg", "describe",
+           "eventlet_version", "handler", "hub", "init_log", "listener_options",
+           "ofp_event", "ofproto_parser", "ofproto_v1_3", "ofproto_v1_3_parser", "offload",
+           "option_modules", "register_rest_options", "set_ev_cls", "topo_event", "utils"]
