@@ -154,3 +154,24 @@ def test_discovery_state_survives_concurrent_threads():
         sys.setswitchinterval(old)
     assert errors == []
     assert sorted(k for k, _ in ports.items()) == sorted(keys)
+
+
+def test_hub_event_wait_times_out():
+    """``hub.Event.wait(timeout)`` returns False after about ``timeout`` when nobody
+    sets the event (os-ken's native one blocked until set: its LLDP loop then never
+    re-sent a lost frame), and True at once when it is set."""
+    import threading
+    import time
+
+    ev, got = stack.hub.Event(), []
+
+    def waiter():
+        t0 = time.monotonic()
+        got.append((ev.wait(timeout=0.2), time.monotonic() - t0))
+
+    t = threading.Thread(target=waiter, daemon=True)
+    t.start()
+    t.join(5)
+    assert got and got[0][0] is False and 0.15 <= got[0][1] < 2.0, got
+    ev.set()
+    assert ev.wait(timeout=5) is True
