@@ -405,8 +405,14 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin, B
     def health(self) -> Dict[str, Any]:
         """``GET /health``: :meth:`~.fabric.FabricMixin.health_view` (``status`` ok,
         discovering or degraded, with the differences from a declared topology)."""
-        with self._health_guard():  # no lock on the event loop (.loop)
-            view = self.core.health_view(self.now(), list(self.datapaths), self.mismatches)
+        try:
+            with self._health_guard():  # no lock once the worker runs (.loop)
+                view = self.core.health_view(self.now(), list(self.datapaths),
+                                             self.mismatches)
+        except RuntimeError:  # native threads: the fabric changed mid-read
+            with self._lock:
+                view = self.core.health_view(self.now(), list(self.datapaths),
+                                             self.mismatches)
         view["startup"] = STARTUP.view()
         return view
 

@@ -143,6 +143,7 @@ class DecisionLoopMixin:
         self.core.apply_pause = self._pause_apply
         self.core.hold_pause = self._pause  # a POST yields keeping the lock
         self._on_loop = self.green
+        self._health_unlocked = True
         if self.SWITCH_INTERVAL_S is not None:
             sys.setswitchinterval(self.SWITCH_INTERVAL_S)
 
@@ -168,13 +169,21 @@ class DecisionLoopMixin:
         the event loop, else None (encoded in one piece)."""
         return self._pause if self._on_loop else None
 
+    #: ``/health`` reads without the app's lock (:meth:`_health_guard`): set once the
+    #: worker runs (:meth:`_start_loop`)
+    _health_unlocked = False
+
     def _health_guard(self):
         """What ``/health`` holds while it reads: nothing once the worker runs on the
         event loop (:meth:`_start_loop`) -- green threads switch only where they
         yield, every yield point leaves the fabric's state whole, and a POST
         yields while holding the lock -- else the app's lock (an app built
-        in-process and served by OS threads)."""
-        return contextlib.nullcontext() if self._on_loop else self._lock
+        in-process and served by OS threads).  On native threads too once the worker
+        runs: ``/health`` reads only the fabric's state, which POSTs and decisions do
+        not write; a fabric change in the middle of the read raises ``RuntimeError``
+        (a set or dict changed size), and the caller reads again under the lock
+        (:meth:`~.app.RapierController.health`)."""
+        return contextlib.nullcontext() if self._health_unlocked else self._lock
 
     def _decide_batch(self, ids) -> bool:
         """One decision (the worker's callback), for the queued coflows ``ids`` and
