@@ -168,5 +168,5 @@ def test_health_reads_without_the_lock_on_the_loop(green_app):
     assert st == 200 and h["ok"] is True
     release.send()
     g.wait()
-    app._on_loop = False  # an app served by OS threads reads it under the lock
+    app._health_unlocked = False  # before its worker runs, an app reads it under the lock
     assert app._health_guard() is app._lock
