@@ -306,10 +306,20 @@ mkdir -p "$ROOT/run/lock"
 [[ -e "$ROOT/dev/net/tun" ]] || log "warning: no /dev/net/tun: OVS's userspace datapath needs it"
 phase "network, mounts"
 
+ROOT_ENV=(HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM="${TERM:-dumb}"
+          LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
 in_root() {  # in_root CMD...: run in the chroot with a clean environment
-    env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM="${TERM:-dumb}" \
-        LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        chroot "$ROOT" "$@"
+    env -i "${ROOT_ENV[@]}" chroot "$ROOT" "$@"
+}
+# in_root_pivot CMD...: run in a mount namespace of its own whose root IS the root
+# (pivot_root, not chroot): a process that joins it later (Mininet's `mnexec -a`
+# enters a host's mount namespace with setns, which resets its root directory to the
+# namespace's root) then sees the root's files, not this machine's.
+in_root_pivot() {
+    unshare --mount --propagation private -- /bin/sh -c '
+        cd "$1" && mkdir -p .pivot-old && pivot_root . .pivot-old || exit 125
+        cd / && umount -l /.pivot-old && rmdir /.pivot-old
+        shift; exec env -i "$@"' sh "$ROOT" "${ROOT_ENV[@]}" "$@"
 }
 
 # -- 2. APT sources and the fresh machine's packages ---------------------------------
@@ -363,7 +373,7 @@ phase "copy checkout"
 # at once rather than when the command ends.
 log "run in the $SUITE root: cd $IN_ROOT_REPO && $CMD"
 exec 3<&0
-in_root /bin/bash -c "cd $IN_ROOT_REPO && $CMD" <&3 3<&- &
+in_root_pivot /bin/bash -c "cd $IN_ROOT_REPO && $CMD" <&3 3<&- &
 cmd_pid=$!
 wait "$cmd_pid" && rc=0 || rc=$?
 cmd_pid=""
