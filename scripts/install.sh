@@ -8,9 +8,11 @@
 #   RAPIER_PYTHON=python3.13 bash scripts/install.sh     # another interpreter
 #
 # What it does:
-#   1. apt: mininet, openvswitch-switch, iperf3, ethtool, iputils-ping, iproute2,
+#   1. apt: mininet, openvswitch-switch, iperf3, ethtool, iputils-ping, iproute2, curl,
 #      python3-venv, and for the observability tests prometheus, chromium and
-#      chromium-driver (skipped when all are installed already); the prometheus
+#      chromium-driver, and systemd (systemd-analyze checks the service units; on a
+#      machine that runs systemd it is there already) (skipped when all are
+#      installed already); the prometheus
 #      package's system service is stopped and disabled (the tests start their own
 #      server on a free port);
 #   2. a venv (RAPIER_VENV, default <repo>/.venv) made with RAPIER_PYTHON (default
@@ -55,7 +57,7 @@ RYU_SDIST_SHA256=a31041eb53aee0c36ca428645ad2607163ca5e1390f5a3d6ef2025b7829ce93
 
 # -- 1. Debian packages -------------------------------------------------------------
 APT_PKGS=(mininet openvswitch-switch iperf3 ethtool iputils-ping iproute2 python3-venv curl ca-certificates
-          python3-pip procps psmisc prometheus chromium chromium-driver)
+          python3-pip procps psmisc prometheus chromium chromium-driver systemd)
 missing=()
 for p in "${APT_PKGS[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
