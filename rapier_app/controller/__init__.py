@@ -18,21 +18,38 @@ Layout (Faucet style, see ``shared/STYLE.md``):
 * :mod:`.launcher` -- ``rapier-controller``: the stack's app manager, on either stack.
 
 The stack's app manager loads the app class whose ``__module__`` is this module, so
-:class:`RapierController` is (re)declared here.  Without a stack installed the pure
-modules still import (``RapierController`` is then absent).
+:class:`RapierController` is (re)declared here, on first use.  Without a stack
+installed the pure modules still import (``RapierController`` is then absent).
 """
 
-try:
-    from . import stack
-except ImportError as _exc:  # pure use (simulator machines, core tests without a stack)
-    if type(_exc).__name__ != "StackUnavailable":
-        raise  # a stack that is installed but broken: say so
-    stack = None
+__all__ = ["RapierController"]
 
-if stack is not None:
+
+def __getattr__(name):
+    """``RapierController``, built on first use (PEP 562): importing this package
+    imports no stack and no scheduler, so that ``rapier-controller`` can pick the
+    stack and let eventlet patch the standard library before anything else loads.
+
+    Raises:
+        AttributeError: another name, or no OpenFlow stack is installed (pure use:
+            ``hasattr(rapier_app.controller, "RapierController")`` is False).
+    """
+    if name != "RapierController":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        from . import stack  # noqa: F401 -- the stack, or StackUnavailable
+    except ImportError as exc:
+        if type(exc).__name__ != "StackUnavailable":
+            raise  # a stack that is installed but broken: say so
+        raise AttributeError(f"{name}: {exc}") from None
     from .app import RapierController as _RapierController
 
-    class RapierController(_RapierController):
-        """The RAPIER application (see :class:`.app.RapierController`)."""
+    cls = type("RapierController", (_RapierController,),
+               {"__module__": __name__,
+                "__doc__": "The RAPIER application (see :class:`.app.RapierController`)."})
+    globals()["RapierController"] = cls
+    return cls
 
-    __all__ = ["RapierController"]
+
+def __dir__():
+    return sorted(set(globals()) | {"RapierController"})

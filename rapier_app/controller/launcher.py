@@ -55,23 +55,35 @@ def main(argv: Optional[List[str]] = None) -> int:
         SystemExit: status 2 on a missing stack, a bad option or a refused start.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
+    from .stackchoice import StackUnavailable, choose
+
+    if "--version" in argv:  # nothing started, nothing patched
+        try:
+            print(version_line())
+        except StackUnavailable as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2
+        raise SystemExit(0)
     try:
+        green = choose() == "ryu" or os.environ.get("OSKEN_HUB_TYPE") == "eventlet"
+        if green and "eventlet" not in sys.modules:
+            # as ryu-manager: eventlet patches the standard library before the stack,
+            # the scheduler and their threads load (later, eventlet >= 0.40 warns
+            # with a traceback)
+            import eventlet
+
+            eventlet.monkey_patch()
         from . import stack
-    except ImportError as exc:
+    except StackUnavailable as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     from oslo_config import cfg as oslo_cfg
 
-    if "--version" in argv:  # before the stack's options are parsed
-        print(version_line())
-        raise SystemExit(0)
     try:
         stack.CONF(args=argv, prog=PROG, project="rapier", default_config_files=[])
     except oslo_cfg.Error as exc:  # unknown option, missing file, bad value
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    if stack.GREEN:  # as ryu-manager: green threading from here on
-        stack.hub.patch(thread=True)
     stack.init_log()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
