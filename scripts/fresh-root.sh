@@ -285,7 +285,12 @@ if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
     mkdir -p "$ROOT/usr/local/share/ca-certificates"
     cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
 fi
+# /etc/hosts as Debian's installer writes it (debootstrap writes none): localhost
+# resolves (chromedriver's clients connect to localhost), and the host name
 hostname_in_root=$(hostname)                        # the UTS namespace is shared
+grep -qE '^127\.0\.0\.1[[:space:]].*\blocalhost\b' "$ROOT/etc/hosts" 2>/dev/null \
+    || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
+        >> "$ROOT/etc/hosts"
 grep -qw "$hostname_in_root" "$ROOT/etc/hosts" 2>/dev/null \
     || printf '127.0.1.1\t%s\n' "$hostname_in_root" >> "$ROOT/etc/hosts"
 
