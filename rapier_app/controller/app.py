@@ -1,4 +1,5 @@
-"""The thin Ryu shell around :class:`~.core.ControllerCore` (Faucet style).
+"""The thin shell of the OpenFlow stack (:mod:`.stack`: os-ken or Ryu) around
+:class:`~.core.ControllerCore` (Faucet style).
 
 Each handler finds the object, calls one core method and sends what it returns:
 
@@ -22,20 +23,14 @@ Consistency and durability:
   in the core's :class:`~.ledger.RuleLedger` and *installed* on the
   ``OFPBarrierReply`` (``EventOFPBarrierReply``), minus those the switch answered
   with an ``OFPErrorMsg``;
-* coflow rules carry ``idle_timeout = rule_idle_timeout_s``; ``EventOFPFlowRemoved``
-  of an idle timeout forgets the rule (and sends it again if it is still wanted);
-* the database (:mod:`.store`, ``state_db``) is reloaded at start
-  (:meth:`~.core.ControllerCore.restore`), on the clock of the first run; the poller
-  writes progress and drops ended coflows from memory after ``retention_s``.
+* coflow rules carry ``idle_timeout``; ``EventOFPFlowRemoved`` forgets the rule (and
+  sends it again if it is still wanted);
+* the database (:mod:`.store`) is reloaded at start, on the clock of the first run.
 
-Two green threads (``hub.spawn``): the poller (flow stats every ``stats_interval_s``,
-the idle completion rule, scheduler wake-ups, retries of failed agent pushes) and
-the agent pusher (one ``PUT /v1/flows`` per host whose rate set changed, latest set
-wins, short timeouts; an unreachable agent is logged and retried).
-
-Options (oslo.config group ``[rapier]``, see ``configs/rapier.conf``):
-:data:`.ryuconf.OPTS`, built from the option table ``options.toml``
-(:data:`.settings.OPTIONS`), which :class:`~.settings.Settings` is built from too.
+Threads (``hub.spawn``: green on Ryu, native on os-ken): the REST server
+(:mod:`.httpserver`), the poller (flow stats, the idle completion rule, scheduler
+wake-ups, push retries), the agent pusher (:mod:`.pusher`) and the decision worker
+(:mod:`.worker`).  Options: the ``[rapier]`` group, :data:`.ryuconf.OPTS`.
 """
 
 from __future__ import annotations
@@ -51,7 +46,7 @@ from .stack import (BaseApp, CONFIG_DISPATCHER, DEAD_DISPATCHER, GREEN,  # noqa:
 from . import stack  # noqa: E402
 
 from . import flowstats, links as linkmod, ofmsgs  # noqa: E402
-from .httpserver import ThreadedServer, serve_green  # noqa: E402
+from .httpserver import serve_rest  # noqa: E402
 from .appflows import OpenFlowsAppMixin  # noqa: E402
 from .loop import DecisionLoopMixin  # noqa: E402
 from .pusher import AgentPusherMixin  # noqa: E402
@@ -188,11 +183,7 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin, B
 
     def start(self):
         """Start the stack's event loop, the REST server, the poller, the agent pusher
-        and the decision worker.
-
-        Raises:
-            SystemExit: status 2 when the REST address cannot be bound (one line).
-        """
+        and the decision worker (SystemExit 2 when the REST address cannot be bound)."""
         super().start()
         self.settle_gc = True  # the process is ours: keep full collections short
         self._spawn = hub.spawn  # a POST's rules go out after its reply (loop.py)
@@ -204,16 +195,12 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin, B
                                       else self._first_decisions))
 
     def _serve_rest(self) -> None:
-        """Bind the REST address (``--wsapi-host``/``--wsapi-port``, as set by
-        :func:`.rest.configure_listeners`) and serve :attr:`wsgi` in the stack's
-        thread model (:mod:`.httpserver`)."""
+        """Serve :attr:`wsgi` on ``--wsapi-host``/``--wsapi-port`` (as set by
+        :func:`.rest.configure_listeners`) in the stack's thread model."""
         host, port = CONF.wsapi_host, CONF.wsapi_port
         try:
-            if GREEN:
-                _sock, thread = serve_green(self.wsgi, host, port, self.settings, hub.spawn)
-                self.threads.append(thread)
-            else:
-                self.rest_server = ThreadedServer(self.wsgi, host, port, self.settings).start()
+            self.rest_server = serve_rest(self.wsgi, host, port, self.settings, GREEN,
+                                          hub.spawn, self.threads)
         except OSError as exc:
             refuse_to_start(RapierError(f"rest_port: cannot listen on {host}:{port}: "
                                         f"{exc.strerror or exc}"))
@@ -405,14 +392,8 @@ class RapierController(OpenFlowsAppMixin, DecisionLoopMixin, AgentPusherMixin, B
     def health(self) -> Dict[str, Any]:
         """``GET /health``: :meth:`~.fabric.FabricMixin.health_view` (``status`` ok,
         discovering or degraded, with the differences from a declared topology)."""
-        try:
-            with self._health_guard():  # no lock once the worker runs (.loop)
-                view = self.core.health_view(self.now(), list(self.datapaths),
-                                             self.mismatches)
-        except RuntimeError:  # native threads: the fabric changed mid-read
-            with self._lock:
-                view = self.core.health_view(self.now(), list(self.datapaths),
-                                             self.mismatches)
+        view = self._health_read(lambda: self.core.health_view(
+            self.now(), list(self.datapaths), self.mismatches))
         view["startup"] = STARTUP.view()
         return view
 

@@ -27,7 +27,7 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
 from .settings import Settings
 
-__all__ = ["ThreadedServer", "serve_green", "wsgi_server_kwargs"]
+__all__ = ["ThreadedServer", "serve_green", "serve_rest", "wsgi_server_kwargs"]
 
 LOG = logging.getLogger("rapier.rest")
 
@@ -171,3 +171,17 @@ def serve_green(wsgi_app, host: str, port: int, settings: Settings,
     thread = spawn(eventlet.wsgi.server, sock, wsgi_app, log=_AccessLog(),
                    **wsgi_server_kwargs(settings))
     return sock, thread
+
+
+def serve_rest(wsgi_app, host: str, port: int, settings: Settings, green: bool,
+               spawn: Callable[..., Any], threads: list) -> Optional[ThreadedServer]:
+    """The controller's REST server: :func:`serve_green` on eventlet (its green thread
+    appended to ``threads``; returns None), else a started :class:`ThreadedServer`.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    if green:
+        threads.append(serve_green(wsgi_app, host, port, settings, spawn)[1])
+        return None
+    return ThreadedServer(wsgi_app, host, port, settings).start()

@@ -185,6 +185,17 @@ class DecisionLoopMixin:
         (:meth:`~.app.RapierController.health`)."""
         return contextlib.nullcontext() if self._health_unlocked else self._lock
 
+    def _health_read(self, read: Callable[[], Any]) -> Any:
+        """``read()`` under :meth:`_health_guard`; again under the app's lock when a
+        fabric change raced it on native threads (``RuntimeError``: a set or dict
+        changed size)."""
+        try:
+            with self._health_guard():
+                return read()
+        except RuntimeError:
+            with self._lock:
+                return read()
+
     def _decide_batch(self, ids) -> bool:
         """One decision (the worker's callback), for the queued coflows ``ids`` and
         whatever else became due; returns True when another decision is due at once
