@@ -39,4 +39,4 @@ install-services: install
 
 # The README's two commands in a fresh Debian 13 root (debootstrap + chroot).
 test-fresh-root:
-	bash scripts/fresh-root.sh 'make demo && make test'
+	RAPIER_ROOT_NET=host bash scripts/fresh-root.sh 'make demo && make test'
