@@ -215,13 +215,12 @@ def check_stack(version: Callable[[str], Optional[str]] = _dist_version,
         version: distribution name -> installed version or None.
         environ: the environment (default ``os.environ``).
     """
-    from .controller.stackchoice import DISTRIBUTIONS, STACKS, StackUnavailable, choose
+    from .controller.stackchoice import DISTRIBUTIONS, StackUnavailable
 
     environ = os.environ if environ is None else environ
-    dist_of = {pkg: DISTRIBUTIONS[name] for name, pkg in STACKS.items()}
     fix = "bash scripts/install.sh (RAPIER_OF_STACK=os-ken, the default, or ryu)"
     try:
-        name = choose(environ, {}, lambda pkg: version(dist_of[pkg]) is not None)
+        name = _chosen_stack(version, environ)
     except StackUnavailable as exc:
         return Check("stack", FAIL, str(exc), fix)
     got, spec = version(DISTRIBUTIONS[name]), STACK_VERSIONS[name]
@@ -231,6 +230,19 @@ def check_stack(version: Callable[[str], Optional[str]] = _dist_version,
     both = all(version(d) is not None for d in DISTRIBUTIONS.values())
     note = "; Ryu and os-ken both installed (RAPIER_OF_STACK picks)" if both else ""
     return Check("stack", OK, f"{name} {got} ({model}){note}")
+
+
+def _chosen_stack(version: Callable[[str], Optional[str]], environ: Dict[str, str]) -> str:
+    """The stack :func:`~rapier_app.controller.stackchoice.choose` picks from the
+    installed distributions (``version``) and ``environ``; imports none.
+
+    Raises:
+        StackUnavailable: as ``choose``.
+    """
+    from .controller.stackchoice import DISTRIBUTIONS, STACKS, choose
+
+    dist_of = {pkg: DISTRIBUTIONS[name] for name, pkg in STACKS.items()}
+    return choose(environ, {}, lambda pkg: version(dist_of[pkg]) is not None)
 
 
 def _thread_model(name: str, environ: Dict[str, str]) -> str:
@@ -252,12 +264,11 @@ def check_eventlet(version: Callable[[str], Optional[str]] = _dist_version,
         version_info: the Python version.
         environ: the environment (default ``os.environ``).
     """
-    from .controller.stackchoice import DISTRIBUTIONS, STACKS, StackUnavailable, choose
+    from .controller.stackchoice import StackUnavailable
 
     environ = os.environ if environ is None else environ
-    dist_of = {pkg: DISTRIBUTIONS[name] for name, pkg in STACKS.items()}
     try:
-        name = choose(environ, {}, lambda pkg: version(dist_of[pkg]) is not None)
+        name = _chosen_stack(version, environ)
     except StackUnavailable:
         return Check("eventlet", WARN, "no stack installed (see the stack check)",
                      "bash scripts/install.sh")

@@ -166,10 +166,8 @@ def _ryu_options() -> Tuple[set, Dict[str, set]]:
     """The stack's options: ``(top-level names, {group: names})`` as ``ryu-manager``
     or ``rapier-controller`` registers them (the stack's option modules imported,
     not its manager: importing that monkey-patches the process)."""
-    from . import stack
+    from . import stack  # its import registers them
 
-    stack.option_modules()
-    stack.register_rest_options()
     conf = stack.CONF
     # oslo.config has no public listing of registered options by group
     top = {info["opt"].dest for info in conf._opts.values()} | set(_RYU_MANAGER_OPTS)

@@ -156,10 +156,7 @@ def configure_listeners(conf, settings: Settings, log: Optional[logging.Logger] 
     Raises:
         SettingsError: as :func:`listen_addresses` (the controller does not start).
     """
-    from . import stack
-
-    stack.listener_options()  # registers --ofp-listen-host
-    stack.register_rest_options()  # on the stack's CONF (ryu-manager registers them)
+    from . import stack  # noqa: F401 -- its import registers the listen options
     for name in ("wsapi_host", "ofp_listen_host"):  # read the flags, not our last override
         conf.clear_override(name)
     addrs = listen_addresses(settings, getattr(conf, "wsapi_host", RYU_DEFAULT_HOST),

@@ -105,12 +105,6 @@ def offload() -> Optional[Callable[..., Any]]:
     return tpool.execute
 
 
-def listener_options() -> None:
-    """Import the module that registers the OpenFlow listener's options
-    (``--ofp-listen-host``, ``--ofp-tcp-listen-port``): its manager imports it too."""
-    _mod("controller.controller")
-
-
 def option_modules() -> None:
     """Import the stack modules that register the command-line and config options
     ``ryu-manager`` has (OpenFlow listener, LLDP discovery, logging, flags)."""
@@ -243,6 +237,6 @@ register_rest_options()  # before any parse, as option_modules()
 
 __all__ = ["AppManager", "BaseApp", "CONF", "CONFIG_DISPATCHER", "DEAD_DISPATCHER", "GREEN",
            "MAIN_DISPATCHER", "NAME", "THREADS", "VERSION", "app_manager", "cfg", "describe",
-           "eventlet_version", "handler", "hub", "init_log", "listener_options",
+           "eventlet_version", "handler", "hub", "init_log",
            "ofp_event", "ofproto_parser", "ofproto_v1_3", "ofproto_v1_3_parser", "offload",
            "option_modules", "register_rest_options", "serialise_discovery", "fix_event_timeout", "set_ev_cls", "topo_event", "utils"]
